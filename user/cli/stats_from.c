@@ -162,10 +162,15 @@ static int ch_status(int err)
 	return err == -EACCES ? 4 : 6;
 }
 
-/* F's server into S, its rows' filters into WHERE and JOB: 0, or 1 (said). */
+/*
+ * F's server into S, its release asked (a server older than the oldest tested refused; -v
+ * says it), its rows' filters into WHERE and JOB: 0, or the exit status (said).
+ */
 static int ch_open(const struct stats_from *f, struct ch_server *s, char *where, size_t wlen,
 		   char *job, size_t jlen)
 {
+	int err;
+
 	if (ch_server__parse(s, f->url))
 		return 1;
 	if (!*s->job || ch_where(f, s->job, where, wlen)) {
@@ -175,7 +180,11 @@ static int ch_open(const struct stats_from *f, struct ch_server *s, char *where,
 		return 1;
 	}
 	snprintf(job, jlen, "job = '%s'", s->job);
-	return 0;
+	s->verbose = f->verbose;
+	err = ch_version__ask(s);
+	if (err)
+		pr_err("%s\n", s->error);
+	return err ? ch_status(err) : 0;
 }
 
 int stats_from__folded(const struct stats_from *f, int offcpu, FILE *out)
@@ -184,8 +193,9 @@ int stats_from__folded(const struct stats_from *f, int offcpu, FILE *out)
 	struct ch_server s;
 	int err, n = 0;
 
-	if (ch_open(f, &s, where, sizeof(where), job, sizeof(job)))
-		return 1;
+	err = ch_open(f, &s, where, sizeof(where), job, sizeof(job));
+	if (err)
+		return err;
 	sql = ch_report__sql(offcpu ? &ch_folded_offcpu : &ch_folded_stacks, where, job, NULL);
 	err = sql ? ch_server__run(&s, sql, NULL, 0, &ans) : -ENOMEM;
 	free(sql);
@@ -261,9 +271,10 @@ int stats_from__run(const struct stats_from *f, FILE *out)
 	int status = 0, first = 1, err;
 	struct json j;
 
-	if (!list || ch_open(f, &s, where, sizeof(where), job, sizeof(job))) {
+	status = list ? ch_open(f, &s, where, sizeof(where), job, sizeof(job)) : 1;
+	if (status) {
 		free(list);
-		return 1;
+		return status;
 	}
 	/* every name first: a typo costs no query */
 	for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
@@ -412,8 +423,9 @@ int stats_from__page(const struct stats_from *f, FILE *out)
 	struct ch_server s;
 	int n = 0, err;
 
-	if (ch_open(f, &s, where, sizeof(where), job, sizeof(job)))
-		return 1;
+	err = ch_open(f, &s, where, sizeof(where), job, sizeof(job));
+	if (err)
+		return err;
 	files = stats_from__files(&s, where, job, fbuf, sizeof(fbuf));
 	vf = verdict_from__judge(&s, f->url, where, job, files, &err);
 	for (const struct ch_report *const *r = ch_reports; vf && *r && n < PAGE_REPORTS && !err;

@@ -27,19 +27,19 @@ static const struct ch_col ch_cpu_sum_cols[] = {
  * them). A sample in kernel code has the kernel's frame first (id 0, kind 0x100: one row); a
  * stack not read counts there only.
  */
-#define CH_CPU_FRAMES                                                                                \
-	"SELECT file_id, sid, kernel, n, i, if(cfid = 0, 256, ckind) AS fkind, "                     \
-	"if(cfid = 0, '[kernel]', cname) AS fname, cpath AS fpath, cfunc, cfile, cline, caddr, "     \
-	"if(fkind = 2, cline, 0) AS pyline, concat(if(cfid = 0, '', file_id), '\\t', "               \
-	"toString(fkind), '\\t', toString(cfunc), '\\t', toString(cfile), '\\t', "                   \
-	"toString(if(cfunc != 0, pyline, if(fkind = 3, cline, caddr)))) AS k FROM (SELECT file_id, " \
-	"sid, kernel, n, fid AS cfid, i FROM (SELECT file_id, sid, kernel, n, "                      \
-	"arrayConcat(if(kernel = 1, [toUInt64(0)], emptyArrayUInt64()), ids) AS fl FROM ("           \
-	"SELECT file_id, visitParamExtractUInt(args, 'stack_id') AS sid, toUInt8(name = "            \
-	"'kernel') AS kernel, count() AS n FROM " CH_DB ".events WHERE {W} AND "                     \
-	"kind = 'cpu_sample' GROUP BY file_id, sid, kernel) ANY LEFT JOIN (" CH_STACK_ROWS           \
-	") USING file_id, sid, kernel) ARRAY JOIN fl AS fid, arrayEnumerate(fl) AS i) "              \
-	"ANY LEFT JOIN (" CH_FRAME_ROWS("c") ") USING file_id, cfid"
+#define CH_CPU_FRAMES                                                                                 \
+	"SELECT file_id, sid, kernel, n, i, if(cfid = 0, 256, ckind) AS fkind, "                      \
+	"if(cfid = 0, '[kernel]', cname) AS fname, cpath AS fpath, cfunc, cfile, cline, caddr, "      \
+	"if(fkind = 2, cline, 0) AS pyline, concat(if(cfid = 0, '', file_id), '\\t', "                \
+	"toString(fkind), '\\t', toString(cfunc), '\\t', toString(cfile), '\\t', "                    \
+	"toString(if(cfunc != 0, pyline, if(fkind = 3, cline, caddr)))) AS k FROM (SELECT file_id, "  \
+	"sid, kernel, n, fid AS cfid, i FROM (SELECT file_id, sid, kernel, n, "                       \
+	"arrayConcat(if(kernel = 1, [toUInt64(0)], emptyArrayUInt64()), ids) AS fl FROM ("            \
+	"SELECT file_id, visitParamExtractUInt(args, 'stack_id') AS sid, toUInt8(name = "             \
+	"'kernel') AS kernel, count() AS n FROM " CH_DB ".events WHERE {W} AND "                      \
+	"kind = 'cpu_sample' GROUP BY file_id, sid, kernel) AS lhs ANY LEFT JOIN (" CH_STACK_ROWS     \
+	") AS jc1 USING file_id, sid, kernel) ARRAY JOIN fl AS fid, arrayEnumerate(fl) AS i) AS lhs " \
+	"ANY LEFT JOIN (" CH_FRAME_ROWS("c") ") AS jc2 USING file_id, cfid"
 
 /*
  * cpu_sum (cpu_report.c, func_sum.c; stats' JSON rows: no grouping for people): per stack and
@@ -58,8 +58,8 @@ const struct ch_report ch_cpu_sum = {
 	       "any(fpath) AS spath, any(pyline) AS sline, any(fkind) AS skind, "
 	       "min(cfunc) AS ofunc, min(cfile) AS ofile, any(cline) AS oline, "
 	       "min(caddr) AS oaddr FROM (" CH_CPU_FRAMES ") GROUP BY file_id, sid, kernel, k) "
-	       "GROUP BY k) CROSS JOIN (SELECT count() AS nall FROM " CH_DB
-	       ".events WHERE {W} AND kind = 'cpu_sample') "
+	       "GROUP BY k) AS lhs CROSS JOIN (SELECT count() AS nall FROM " CH_DB
+	       ".events WHERE {W} AND kind = 'cpu_sample') AS jc3 "
 	       "ORDER BY self DESC, total DESC, o1, o2, o3, o4, o5, k FORMAT TabSeparated",
 	.needs = "cpu_sample", /* the samples by stack */
 };
@@ -79,22 +79,22 @@ const struct ch_report ch_cpu_sum = {
  * file (frame_sum's order: sorted stably from the order the rows were first met); each row's
  * frames as the first item's.
  */
-#define CH_FRAME_SUM(items)                                                                         \
-	"SELECT label, sname, spath, if(skind = 2, sline, 0), if(vfid = 0, NULL, vname), "          \
-	"if(vfid = 0, NULL, vpath), if(vfid = 0, NULL, if(vkind = 2, vline, 0)), cnt, total "       \
-	"FROM (SELECT label, sk, vk, count() AS cnt, sum(ns) AS total, min(o) AS first, "           \
-	"argMin(sname, o) AS sname, argMin(spath, o) AS spath, argMin(skind, o) AS skind, "         \
-	"argMin(sline, o) AS sline, argMin(vfid, o) AS vfid, argMin(vname, o) AS vname, "           \
-	"argMin(vpath, o) AS vpath, argMin(vkind, o) AS vkind, argMin(vline, o) AS vline FROM ("    \
-	"SELECT label, ns, (file_id, seq) AS o, vfid, sname, spath, skind, sline, vname, vpath, "   \
-	"vkind, vline, " CH_SITE_KEY("s") " AS sk, if(vfid = 0, '', " CH_SITE_KEY(                  \
-		"v") ") AS vk FROM (SELECT * FROM (SELECT * FROM (SELECT file_id, seq, label, ns, " \
-		     "sfid, vfid FROM (" items                                                      \
-		     ") ANY INNER JOIN (SELECT file_id, sid, ids[site] AS "                         \
-		     "sfid, if(via > 0, ids[via], toUInt64(0)) AS vfid FROM (" CH_STACK_ROWS        \
-		     ") WHERE kernel = 0 AND site > 0) USING file_id, sid) ANY LEFT JOIN ("         \
-		     "" CH_FRAME_ROWS("s") ") USING file_id, sfid) ANY LEFT JOIN (" CH_FRAME_ROWS(  \
-			     "v") ") USING file_id, vfid)) GROUP BY label, sk, vk) "                \
+#define CH_FRAME_SUM(items)                                                                                      \
+	"SELECT label, sname, spath, if(skind = 2, sline, 0), if(vfid = 0, NULL, vname), "                       \
+	"if(vfid = 0, NULL, vpath), if(vfid = 0, NULL, if(vkind = 2, vline, 0)), cnt, total "                    \
+	"FROM (SELECT label, sk, vk, count() AS cnt, sum(ns) AS total, min(o) AS first, "                        \
+	"argMin(sname, o) AS sname, argMin(spath, o) AS spath, argMin(skind, o) AS skind, "                      \
+	"argMin(sline, o) AS sline, argMin(vfid, o) AS vfid, argMin(vname, o) AS vname, "                        \
+	"argMin(vpath, o) AS vpath, argMin(vkind, o) AS vkind, argMin(vline, o) AS vline FROM ("                 \
+	"SELECT label, ns, (file_id, seq) AS o, vfid, sname, spath, skind, sline, vname, vpath, "                \
+	"vkind, vline, " CH_SITE_KEY("s") " AS sk, if(vfid = 0, '', " CH_SITE_KEY(                               \
+		"v") ") AS vk FROM (SELECT * FROM (SELECT * FROM (SELECT file_id, seq, label, ns, "              \
+		     "sfid, vfid FROM (" items                                                                   \
+		     ") AS lhs ALL INNER JOIN (SELECT file_id, sid, ids[site] AS "                               \
+		     "sfid, if(via > 0, ids[via], toUInt64(0)) AS vfid FROM (" CH_STACK_ROWS                     \
+		     ") WHERE kernel = 0 AND site > 0) AS jc4 USING file_id, sid) AS lhs ANY LEFT JOIN ("        \
+		     "" CH_FRAME_ROWS("s") ") AS jc5 USING file_id, sfid) AS lhs ANY LEFT JOIN (" CH_FRAME_ROWS( \
+			     "v") ") AS jc6 USING file_id, vfid)) GROUP BY label, sk, vk) "                      \
 				  "ORDER BY total DESC, label, first FORMAT TabSeparated"
 
 /* frame_sum__emit's columns after the label's. */
@@ -165,11 +165,12 @@ const struct ch_report ch_offcpu_stacks = {
 		"bef[length(bef)], '?'), if(has_final, final, '?')) AS label, ns, sid FROM ("
 		"SELECT file_id, seq, ns, sid, evs, has_final, final, arrayMap(e -> tupleElement(e, "
 		"2), arrayFilter(e -> tupleElement(e, 1) < seq, evs)) AS bef FROM (SELECT * FROM ("
-		"SELECT file_id, file, pid, tid, seq, dur AS ns, " CH_SID "kind = 'offcpu') "
-		"ANY LEFT JOIN (" CH_PROC_NAMES ") USING file_id, file, pid) ANY LEFT JOIN ("
+		"SELECT file_id, file, pid, tid, seq, dur AS ns, " CH_SID "kind = 'offcpu') AS lhs "
+		"ANY LEFT JOIN (" CH_PROC_NAMES
+		") AS jc7 USING file_id, file, pid) AS lhs ANY LEFT JOIN ("
 		"SELECT file_id, file, pid, tid, position(args, '\"process\":') > 0 AS has_final, "
 		"visitParamExtractString(args, 'process') AS final FROM " CH_DB ".events WHERE {J} "
-		"AND kind = 'thread_names') USING file_id, file, pid, tid)"),
+		"AND kind = 'thread_names') AS jc8 USING file_id, file, pid, tid)"),
 	.needs = "offcpu", /* the intervals by stack */
 };
 
@@ -205,8 +206,8 @@ static const struct ch_col ch_fault_cols[] = {
 								      "heap") ", 1, 2), i, " CH_NAMED("systrim|heap_trim|shrink_heap") " OR " CH_NAMED("munmap_chunk") ") AS how FROM (SELECT file_id, sid, fid AS cfid, i FROM (SELECT " \
 																				       "file_id, sid, arraySlice(ids, 1, 8) AS fl FROM (" CH_STACK_ROWS   \
 																				       ") WHERE kernel = 1) ARRAY JOIN fl AS fid, arrayEnumerate(fl) AS " \
-																				       "i) ANY LEFT JOIN (" CH_FRAME_ROWS(                                \
-																					       "c") ") USING file_id, cfid "                              \
+																				       "i) AS lhs ANY LEFT JOIN (" CH_FRAME_ROWS(                         \
+																					       "c") ") AS jc9 USING file_id, cfid "                       \
 																						    "GROUP BY file_id, sid"
 /* The mem family's records the rule sizes the churn by, per process. */
 #define CH_FAULT_MEM                                                                               \
@@ -237,12 +238,12 @@ const struct ch_report ch_cpu_fault_procs = {
 		       "file, pid, visitParamExtractUInt(args, 'stack_id') AS sid, toUInt8(name = "
 		       "'kernel') AS kernel, toUInt8(visitParamExtractBool(args, 'page_fault')) AS pf "
 		       "FROM " CH_DB ".events WHERE {W} AND kind = 'cpu_sample') "
-		       "GROUP BY file_id, file, pid, sid, kernel, pf) ANY LEFT JOIN (" CH_FAULT_STACKS
-		       ") USING file_id, sid, kernel GROUP BY file_id, file, pid) ANY LEFT JOIN (" CH_FAULT_MEM
-		       ") USING file_id, file, pid) ANY LEFT JOIN (SELECT file_id, file, pid, "
+		       "GROUP BY file_id, file, pid, sid, kernel, pf) AS lhs ANY LEFT JOIN (" CH_FAULT_STACKS
+		       ") AS jc10 USING file_id, sid, kernel GROUP BY file_id, file, pid) AS lhs ANY LEFT JOIN (" CH_FAULT_MEM
+		       ") AS jc11 USING file_id, file, pid) AS lhs ANY LEFT JOIN (SELECT file_id, file, pid, "
 		       "any(visitParamExtractUInt(args, 'ns')) AS ns FROM " CH_DB
 		       ".events WHERE {J} AND "
-		       "kind = 'thread_names' GROUP BY file_id, file, pid) USING file_id, file, pid "
+		       "kind = 'thread_names' GROUP BY file_id, file, pid) AS jc12 USING file_id, file, pid "
 		       "ORDER BY 1 FORMAT TabSeparated",
 	.needs = "cpu_sample", /* the samples by process */
 };

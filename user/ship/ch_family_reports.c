@@ -31,7 +31,7 @@ const struct ch_report ch_torch_input_waits = {
 		       "visitParamExtractUInt(args, 'stack_id') AS stack_id, sum(dur) AS offns, "
 		       "count() AS cnt FROM " CH_DB ".events WHERE {W} AND ((kind = 'offcpu' AND "
 		       "position(args, '\"stack_id\":') > 0) OR kind = 'cpu_sample') GROUP BY file_id, "
-		       "file, pid, tid, sample, stack_id) ANY INNER JOIN (SELECT file_id, stack_id, "
+		       "file, pid, tid, sample, stack_id) AS lhs ALL INNER JOIN (SELECT file_id, stack_id, "
 		       "visitParamExtractUInt(sargs, 'loader') AS loader, " CH_STR_OR_NULL("sargs", "own") " AS own, " CH_STR_OR_NULL(
 			       "sargs",
 			       "wfunc") " AS wfunc, " CH_STR_OR_NULL("sargs",
@@ -46,9 +46,9 @@ const struct ch_report ch_torch_input_waits = {
 									      "'stack' GROUP BY file_id, "
 									      "stack_id) WHERE "
 									      "position(sargs, '\"loader\":') > 0 OR "
-									      "position(sargs, '\"wsite\":') > 0) "
-									      "USING file_id, stack_id) ANY LEFT JOIN (" CH_THREAD_NS
-									      ") USING file_id, file, pid, tid "
+									      "position(sargs, '\"wsite\":') > 0) AS jf1 "
+									      "USING file_id, stack_id) AS lhs ANY LEFT JOIN (" CH_THREAD_NS
+									      ") AS jf2 USING file_id, file, pid, tid "
 									      "FORMAT TabSeparated",
 	.needs = "offcpu,cpu_sample", /* the waits and samples by stack */
 };
@@ -76,11 +76,12 @@ const struct ch_report ch_blas_thread_gemms = {
 		       "sum(dur) AS gns, sum(visitParamExtractUInt(args, 'flops')) AS gflops, count() "
 		       "AS cnt FROM " CH_DB ".events WHERE {W} AND kind = 'blas_api' AND "
 		       "position(args, '\"depth\":') = 0 AND position(args, '\"flops\":') > 0 GROUP BY "
-		       "file_id, file, pid, tid) ANY LEFT JOIN (SELECT file_id, pid, "
+		       "file_id, file, pid, tid) AS lhs ANY LEFT JOIN (SELECT file_id, pid, "
 		       "any(visitParamExtractString(args, 'blas_library')) AS lib FROM " CH_DB
 		       ".events WHERE {J} AND kind = 'thread_names' AND position(args, "
-		       "'\"blas_library\":') > 0 GROUP BY file_id, pid) USING file_id, pid) ANY LEFT "
-		       "JOIN (" CH_THREAD_NS ") USING file_id, file, pid, tid FORMAT TabSeparated",
+		       "'\"blas_library\":') > 0 GROUP BY file_id, pid) AS jf3 USING file_id, pid) AS lhs ANY LEFT "
+		       "JOIN (" CH_THREAD_NS
+		       ") AS jf4 USING file_id, file, pid, tid FORMAT TabSeparated",
 	.needs = "blas_api", /* the GEMMs by thread */
 };
 
@@ -151,12 +152,12 @@ const struct ch_report ch_gpum_devices = {
 							 "'throttle') AS h, " CH_THROTTLE_BITS
 							 " AS bits FROM " CH_DB
 							 ".events WHERE {W} AND kind = 'gpu_metrics') "
-							 "GROUP BY file_id, device) ANY LEFT JOIN (SELECT "
+							 "GROUP BY file_id, device) AS lhs ANY LEFT JOIN (SELECT "
 							 "file_id, visitParamExtractUInt(args, 'device') AS "
 							 "device, argMax(visitParamExtractString(args, "
 							 "'model'), seq) AS model FROM " CH_DB
 							 ".events WHERE {J} AND kind = 'gpu_device' GROUP BY "
-							 "file_id, device) USING file_id, device ORDER BY "
+							 "file_id, device) AS jf5 USING file_id, device ORDER BY "
 							 "device, file_id FORMAT TabSeparated",
 	.needs = "gpu_metrics", /* the samples by device */
 };
@@ -195,7 +196,8 @@ static const struct ch_col ch_cublas_steps_cols[] = {
 #define CH_FILE_GPUS                                                                               \
 	"SELECT file_id, visitParamExtractString(args, 'gpus') AS gpus FROM " CH_DB                \
 	".events WHERE {J} AND kind = 'trace_window'"
-#define CH_NO_STEPS "(SELECT count() FROM " CH_DB ".events WHERE {W} AND kind = 'torch_step') = 0"
+#define CH_NO_STEPS                                                                                \
+	CH_SCALAR("SELECT count() FROM " CH_DB ".events WHERE {W} AND kind = 'torch_step'") " = 0"
 
 /* The steps part: each step's GEMMs by type. */
 #define CH_STEPS_PART                                                                                             \
@@ -204,31 +206,31 @@ static const struct ch_col ch_cublas_steps_cols[] = {
 		       "toUInt64(sdur) AS sns, atype, ctype, toUInt64(count()) AS n, toUInt64(sum(flops)) AS f, " \
 		       "gpus FROM (SELECT * FROM (SELECT * FROM (SELECT file_id, file, pid, tid, ts AS sts, dur " \
 		       "AS sdur FROM " CH_DB                                                                      \
-		       ".events WHERE {W} AND kind = 'torch_step' AND dur > 0) ALL INNER "                        \
+		       ".events WHERE {W} AND kind = 'torch_step' AND dur > 0) AS lhs ALL INNER "                 \
 		       "JOIN (" CH_STEP_GEMMS                                                                     \
-		       ") USING file_id, pid WHERE gts >= sts AND gts < sts + "                                   \
-		       "toInt64(sdur)) ANY LEFT JOIN (" CH_FILE_GPUS                                              \
-		       ") USING file_id) ANY LEFT JOIN "                                                          \
+		       ") AS jf6 USING file_id, pid WHERE gts >= sts AND gts < sts + "                            \
+		       "toInt64(sdur)) AS lhs ANY LEFT JOIN (" CH_FILE_GPUS                                       \
+		       ") AS jf7 USING file_id) AS lhs ANY LEFT JOIN "                                            \
 		       "(" CH_THREAD_NS                                                                           \
-		       ") USING file_id, file, pid, tid GROUP BY file_id, xpid, sts, sns, "                       \
+		       ") AS jf8 USING file_id, file, pid, tid GROUP BY file_id, xpid, sts, sns, "                \
 		       "atype, ctype, gpus"
 /* Without steps: every GEMM in one span, from the first's start to the last one's end. */
 #define CH_SPAN_PART                                                                                              \
 	"SELECT " CH_NS_ID(                                                                                       \
 		"pid") " AS apid, toUInt8(0), toInt64(lo), toUInt64(hi - lo), atype, "                            \
 		       "ctype, toUInt64(count()), toUInt64(sum(flops)), any(gpus) FROM (SELECT * FROM (SELECT * " \
-		       "FROM (" CH_STEP_GEMMS ") ANY LEFT JOIN (" CH_FILE_GPUS                                    \
-		       ") USING file_id) ANY LEFT JOIN "                                                          \
-		       "(" CH_PROC_NS ") USING file_id, pid) CROSS JOIN (SELECT "                                 \
+		       "FROM (" CH_STEP_GEMMS ") AS lhs ANY LEFT JOIN (" CH_FILE_GPUS                             \
+		       ") AS jf9 USING file_id) AS lhs ANY LEFT JOIN "                                            \
+		       "(" CH_PROC_NS ") AS jf10 USING file_id, pid) AS lhs CROSS JOIN (SELECT "                  \
 		       "min(gts) AS lo, max(gend) AS hi FROM (" CH_STEP_GEMMS                                     \
-		       ")) WHERE " CH_NO_STEPS " GROUP BY apid, lo, hi, atype, ctype"
+		       ")) AS jf11 WHERE " CH_NO_STEPS " GROUP BY apid, lo, hi, atype, ctype"
 /* Each process with steps, its steps' GEMMs or none. */
 #define CH_STEP_PROCS_PART                                                                                        \
 	"SELECT " CH_NS_ID(                                                                                       \
 		"pid") ", toUInt8(1), toInt64(0), toUInt64(0), '', '', toUInt64(0), "                             \
 		       "toUInt64(0), '' FROM (SELECT * FROM (SELECT DISTINCT file_id, file, pid, tid FROM " CH_DB \
-		       ".events WHERE {W} AND kind = 'torch_step') ANY LEFT JOIN (" CH_THREAD_NS                  \
-		       ") USING file_id, file, pid, tid)"
+		       ".events WHERE {W} AND kind = 'torch_step') AS lhs ANY LEFT JOIN (" CH_THREAD_NS           \
+		       ") AS jf12 USING file_id, file, pid, tid)"
 
 const struct ch_report ch_cublas_step_gemms = {
 	.name = "cublas_step_gemms",

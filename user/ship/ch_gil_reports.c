@@ -53,11 +53,11 @@ const struct ch_report ch_gil_blocked_by = {
 	       "total FROM (SELECT file_id, holder, cnt, total, wname, " CH_NS_ID("pid") " AS fpid, " CH_NS_ID(
 		       "tid") " AS fwaiter FROM ("
 			      "SELECT * FROM (" CH_BLAME_ROWS
-			      ") WHERE cnt > 0) ANY LEFT JOIN (SELECT file_id, "
+			      ") WHERE cnt > 0) AS lhs ANY LEFT JOIN (SELECT file_id, "
 			      "file, pid, tid, name AS wname, " CH_NAMES_NS " AS ns FROM " CH_DB
-			      ".events WHERE {J} AND kind = 'thread_names') "
-			      "USING file_id, file, pid, tid) ANY LEFT JOIN "
-			      "(" CH_HOLDER_NAMES ") USING file_id, holder "
+			      ".events WHERE {J} AND kind = 'thread_names') AS jg1 "
+			      "USING file_id, file, pid, tid) AS lhs ANY LEFT JOIN "
+			      "(" CH_HOLDER_NAMES ") AS jg2 USING file_id, holder "
 			      "ORDER BY total DESC, fwaiter, holder FORMAT TabSeparated",
 	.needs = "gil_blame,gil_wait", /* the snapshots or the waits by holder */
 };

@@ -66,7 +66,7 @@ const struct ch_report ch_verdict_snaps = {
 								   "visitParamExtractUInt(args, 'off_cpu_ns') AS off_cpu, "
 								   "visitParamExtractUInt(args, 'cpu_ns') AS cpu, "
 								   "visitParamExtractUInt(args, 'stack_id') AS stack_id FROM " CH_DB
-								   ".events WHERE {W} AND kind IN ('process_state', 'thread_state')) "
+								   ".events WHERE {W} AND kind IN ('process_state', 'thread_state')) AS lhs "
 								   "ANY LEFT JOIN (SELECT file_id, visitParamExtractUInt(args, 'stack_id') AS "
 								   "stack_id, toUInt8(1) AS has_stack, " CH_STR_OR_NULL(
 									   "args",
@@ -77,9 +77,9 @@ const struct ch_report ch_verdict_snaps = {
 													    "own") ", visitParamExtractString(args, 'own'), "
 														   "'code whose stack was not read')) AS at_line FROM " CH_DB
 														   ".events WHERE {J} AND kind = 'stack' AND "
-														   "visitParamExtractUInt(args, 'kernel') = 0) USING file_id, stack_id) "
+														   "visitParamExtractUInt(args, 'kernel') = 0) AS jh1 USING file_id, stack_id) AS lhs "
 														   "ANY LEFT JOIN (" CH_THREAD_NS
-														   ") USING file_id, file, pid, tid) ORDER BY file, seq "
+														   ") AS jh2 USING file_id, file, pid, tid) ORDER BY file, seq "
 														   "FORMAT TabSeparated",
 	.needs = "process_state,thread_state", /* the snapshots */
 };
@@ -105,8 +105,8 @@ static const struct ch_report ch_open_at_edges_state = {
 		       "countIf(NOT " CH_HAS("depth") " AND NOT " CH_HAS("in_flight") ") AS calls, countIf(" CH_HAS(
 			       "in_flight") ") AS open FROM " CH_DB
 					    ".events WHERE {W} AND " CH_API_KINDS
-					    " GROUP BY file_id, file, pid, tid) ANY LEFT JOIN (" CH_THREAD_NS
-					    ") USING file_id, file, pid, tid FORMAT TabSeparated",
+					    " GROUP BY file_id, file, pid, tid) AS lhs ANY LEFT JOIN (" CH_THREAD_NS
+					    ") AS jh3 USING file_id, file, pid, tid FORMAT TabSeparated",
 	.needs = "blas_api,cublas_api,cuda_api,cudnn_api,nccl_api", /* the API calls by thread */
 };
 
@@ -139,9 +139,9 @@ static const struct ch_col ch_hang_cols[] = {
 /* The rows of the files' calls with where they began (on the wall clock). */
 #define CH_BEGAN_ROWS(filter)                                                                      \
 	"SELECT * FROM (SELECT file_id, file, seq, pid, tid, ts, dur, name, args FROM " CH_DB      \
-	".events WHERE {W} AND " filter ") ANY LEFT JOIN (SELECT file_id, "                        \
+	".events WHERE {W} AND " filter ") AS lhs ANY LEFT JOIN (SELECT file_id, "                 \
 	"visitParamExtractInt(args, 'clock_shift') AS shift FROM " CH_DB                           \
-	".events WHERE {J} AND kind = 'trace_window') USING file_id"
+	".events WHERE {J} AND kind = 'trace_window') AS jh4 USING file_id"
 #define CH_BEGAN                                                                                   \
 	"if(" CH_HAS("began_ts") ", toInt64(visitParamExtractUInt(args, 'began_ts')) + shift, ts)"
 /* A collective's order key: its number, then its record's place (both under 2^32). */
@@ -181,9 +181,9 @@ static const struct ch_report ch_nccl_hang_state = {
 																																																																																     CH_API_KINDS
 																																																																																     " AND " CH_HAS("in_flight") " AND NOT (kind = "
 																																																																																				 "'nccl_api' AND " CH_HAS(
-																																																																																					 "seq") ")") ")) GROUP BY file_id, file, pid, tid)) "
+																																																																																					 "seq") ")") ")) GROUP BY file_id, file, pid, tid)) AS lhs "
 																																																																																						     "ANY LEFT JOIN (" CH_THREAD_NS
-																																																																																						     ") USING file_id, file, pid, tid "
+																																																																																						     ") AS jh5 USING file_id, file, pid, tid "
 																																																																																						     "ORDER BY what, file, pid, comm FORMAT TabSeparated",
 	.needs =
 		"blas_api,cublas_api,cuda_api,cudnn_api,nccl_api", /* the collectives and the calls in flight */

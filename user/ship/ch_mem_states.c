@@ -37,8 +37,8 @@ const struct ch_report ch_mem_ooms = {
 		       "groupArray(seq)) AS a, arraySort((x, s) -> s, groupArray(visitParamExtractUInt(args, "
 		       "'reserved')), groupArray(seq)) AS r FROM " CH_DB
 		       ".events WHERE {W} AND kind = "
-		       "'mem_oom' GROUP BY file_id, pid, device) ANY LEFT JOIN (" CH_PROC_NS
-		       ") USING file_id, pid)) ORDER BY xpid, device FORMAT TabSeparated",
+		       "'mem_oom' GROUP BY file_id, pid, device) AS lhs ANY LEFT JOIN (" CH_PROC_NS
+		       ") AS js1 USING file_id, pid)) ORDER BY xpid, device FORMAT TabSeparated",
 	.needs = "mem_oom", /* the OOMs by process */
 };
 
@@ -64,8 +64,8 @@ const struct ch_report ch_mem_devices = {
 		       "visitParamExtractUInt(args, 'allocated') AS al, visitParamExtractUInt(args, "
 		       "'reserved') AS re FROM " CH_DB
 		       ".events WHERE {W} AND kind IN ('mem_alloc', "
-		       "'mem_oom') AND position(args, '\"reserved\":') > 0) ANY LEFT JOIN (" CH_PROC_NS
-		       ") USING file_id, pid) GROUP BY xpid, device ORDER BY xpid, device FORMAT "
+		       "'mem_oom') AND position(args, '\"reserved\":') > 0) AS lhs ANY LEFT JOIN (" CH_PROC_NS
+		       ") AS js2 USING file_id, pid) GROUP BY xpid, device ORDER BY xpid, device FORMAT "
 		       "TabSeparated",
 	.needs = "mem_alloc,mem_oom", /* the totals by device */
 };

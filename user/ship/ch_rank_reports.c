@@ -9,6 +9,7 @@
  */
 #include "ch_reports.h"
 #include "ch_schema.h"
+#include "ch_sql.h"
 
 /* clang-format off */
 
@@ -79,7 +80,7 @@ const struct ch_report ch_ranks = {
 	"UNION ALL " \
 	"SELECT file_id, file, pid, tid, rseq, name, enter, comm, cseq, crank, cnranks, gloo, " \
 	       "ends[arrayFirstIndex(x -> x > enter, starts)] AS cend " \
-	"FROM (SELECT " CH_COLL_COLS " FROM " CH_DB ".events WHERE " CH_COLL_WHERE("> 0") ") " \
+	"FROM (SELECT " CH_COLL_COLS " FROM " CH_DB ".events WHERE " CH_COLL_WHERE("> 0") ") AS lhs " \
 	"ANY LEFT JOIN (" \
 		"SELECT file_id, pid, tid, arraySort(groupArray(ts)) AS starts, " \
 		       "arraySort((e, s) -> s, groupArray(ts + toInt64(dur)), groupArray(ts)) " \
@@ -88,7 +89,7 @@ const struct ch_report ch_ranks = {
 		"WHERE {W} AND kind = 'nccl_api' AND name = 'ncclGroupEnd' " \
 		      "AND position(args, '\"group_depth\":') = 0 " \
 		      "AND position(args, '\"in_flight\":') = 0 " \
-		"GROUP BY file_id, pid, tid) USING file_id, pid, tid " \
+		"GROUP BY file_id, pid, tid) AS jk1 USING file_id, pid, tid " \
 	"WHERE arrayFirstIndex(x -> x > enter, starts) > 0"
 /* A rank process of the collectives: its file and pid. */
 #define CH_WHO "concat(file_id, '\\t', file, '\\t', toString(pid))"
@@ -111,8 +112,8 @@ const struct ch_report ch_ranks = {
 			"SELECT comm, cseq, argMin(name, (rseq, file_id)) AS cname, " \
 			       "argMax(" CH_WHO ", (at, rseq, file_id)) AS who, " \
 			       "toUInt64(count() * max(at) - sum(at)) AS wait " \
-			"FROM (SELECT *, enter - (SELECT min(ts) FROM " CH_DB ".events " \
-						"WHERE " CH_COLL_WHERE(">= 0") ") AS at " \
+			"FROM (SELECT *, enter - " CH_SCALAR("SELECT min(ts) FROM " CH_DB ".events " \
+						"WHERE " CH_COLL_WHERE(">= 0")) " AS at " \
 			      "FROM (" CH_COLLS ")) " \
 			"GROUP BY comm, cseq HAVING count() > 1) " \
 		"GROUP BY who, cname) " \
@@ -175,10 +176,10 @@ const struct ch_report ch_nccl_rank_sum = {
 	       "FROM (SELECT *, if(mx >= 0, rk, -1) AS rank_v, " CH_RANK_NS_ID("pid") " AS fpid, "
 		     "toUInt64(if(last_end > first_enter, last_end - first_enter, 0)) AS span, "
 		     "least(toUInt64(busy), span) AS inside, async_calls < calls AS timed "
-	       "FROM (SELECT * FROM (SELECT * FROM (" CH_RANK_PROCS ") "
-				    "ANY LEFT JOIN (" CH_LATE ") USING who) "
-		     "ANY LEFT JOIN (" CH_RANK_NS ") USING file_id, file) "
-	       "ANY LEFT JOIN (" CH_RANK_LABELS ") USING file_id, file, pid) "
+	       "FROM (SELECT * FROM (SELECT * FROM (" CH_RANK_PROCS ") AS lhs "
+				    "ANY LEFT JOIN (" CH_LATE ") AS jk2 USING who) AS lhs "
+		     "ANY LEFT JOIN (" CH_RANK_NS ") AS jk3 USING file_id, file) AS lhs "
+	       "ANY LEFT JOIN (" CH_RANK_LABELS ") AS jk4 USING file_id, file, pid) "
 	       "ORDER BY rank_v, fpid FORMAT TabSeparated",
 	.needs = "nccl_api", /* the collectives' processes: none without a call */
 };
@@ -196,13 +197,13 @@ const struct ch_report ch_nccl_rank_sum = {
 	       "AS coll, sum(dur) AS t, count() AS n, min(seq) AS mseq, any(own) AS sown " \
 	"FROM (SELECT file_id, file, pid, seq, dur, " CH_ARG_U("stack_id") " AS sid " \
 	      "FROM " CH_DB ".events WHERE {W} AND kind = 'offcpu' AND pid = tid " \
-	      "AND position(args, '\"stack_id\":') > 0) " \
+	      "AND position(args, '\"stack_id\":') > 0) AS lhs " \
 	"ANY LEFT JOIN (" \
 		"SELECT file_id, " CH_ARG_U("stack_id") " AS sid, " \
 		       "visitParamExtractString(args, 'call') AS call, " \
 		       "visitParamExtractString(args, 'own') AS own " \
 		"FROM " CH_DB ".events " \
-		"WHERE {J} AND kind = 'stack' AND " CH_ARG_U("kernel") " = 0) " \
+		"WHERE {J} AND kind = 'stack' AND " CH_ARG_U("kernel") " = 0) AS jk5 " \
 	"USING file_id, sid GROUP BY file_id, file, pid, sid, call"
 #define CH_WAITS \
 	"SELECT file_id, file, pid, sumIf(n, coll) AS waits, sumIf(t, coll) AS wait_ns, " \
@@ -265,11 +266,11 @@ const struct ch_report ch_rank_waits = {
 		     "if(has_born AND born > wstart, born, wstart) AS b, "
 		     "if(has_died AND died != 0, died, wend) AS e, "
 		     "toUInt64(if(e > b, e - b, 0)) AS life "
-	       "FROM (SELECT * FROM (SELECT * FROM (SELECT * FROM (" CH_SNAP_RANKS ") "
-				"ANY LEFT JOIN (" CH_WAITS ") USING file_id, file, pid) "
-				    "ANY LEFT JOIN (" CH_MAIN_LIVES ") USING file_id, file, pid) "
-		     "ANY LEFT JOIN (" CH_WINDOW ") USING file_id) "
-	       "ANY LEFT JOIN (" CH_RANK_NS ") USING file_id, file) "
+	       "FROM (SELECT * FROM (SELECT * FROM (SELECT * FROM (" CH_SNAP_RANKS ") AS lhs "
+				"ANY LEFT JOIN (" CH_WAITS ") AS jk6 USING file_id, file, pid) AS lhs "
+				    "ANY LEFT JOIN (" CH_MAIN_LIVES ") AS jk7 USING file_id, file, pid) AS lhs "
+		     "ANY LEFT JOIN (" CH_WINDOW ") AS jk8 USING file_id) AS lhs "
+	       "ANY LEFT JOIN (" CH_RANK_NS ") AS jk9 USING file_id, file) "
 	       "ORDER BY rank, fpid FORMAT TabSeparated",
 	.needs = "process_state", /* the ranks its process snapshots say */
 };

@@ -21,16 +21,19 @@ static const struct ch_col ch_time_cols[] = {
 };
 
 /* The timing columns of ROWS by name, EXTRA's columns (of aggregates X) before the name. */
-#define CH_TIME_SUM_X(rows, extra, x)                                                              \
-	"SELECT total_ns * 100 / (SELECT sum(dur) FROM " CH_DB ".events WHERE {W} AND " rows       \
-	"), total_ns, count, avg_ns, med_ns, min_ns, max_ns, stddev_ns, " extra "name FROM ("      \
-	"SELECT sum(dur) AS total_ns, count() AS count, avg(dur) AS avg_ns, " x                    \
-	"arraySort(groupArray(dur)) AS s, "                                                        \
-	"if(count % 2 = 1, toFloat64(s[intDiv(count, 2) + 1]), "                                   \
-	"(s[intDiv(count, 2)] + s[intDiv(count, 2) + 1]) / 2) AS med_ns, "                         \
-	"min(dur) AS min_ns, max(dur) AS max_ns, stddevPop(dur) AS stddev_ns, name "               \
-	"FROM " CH_DB ".events WHERE {W} AND " rows " GROUP BY name) "                             \
-	"ORDER BY total_ns DESC, name FORMAT TabSeparated"
+#define CH_TIME_SUM_X(rows, extra, x)                                                                                       \
+	"SELECT total_ns * 100 / " CH_SCALAR(                                                                               \
+		"SELECT sum(dur) FROM " CH_DB                                                                               \
+		".events WHERE {W} AND " rows) ", total_ns, count, avg_ns, med_ns, min_ns, max_ns, stddev_ns, " extra       \
+					       "name FROM ("                                                                \
+					       "SELECT sum(dur) AS total_ns, count() AS count, avg(dur) AS avg_ns, " x      \
+					       "arraySort(groupArray(dur)) AS s, "                                          \
+					       "if(count % 2 = 1, toFloat64(s[intDiv(count, 2) + 1]), "                     \
+					       "(s[intDiv(count, 2)] + s[intDiv(count, 2) + 1]) / 2) AS med_ns, "           \
+					       "min(dur) AS min_ns, max(dur) AS max_ns, stddevPop(dur) AS stddev_ns, name " \
+					       "FROM " CH_DB ".events WHERE {W} AND " rows                                  \
+					       " GROUP BY name) "                                                           \
+					       "ORDER BY total_ns DESC, name FORMAT TabSeparated"
 #define CH_TIME_SUM(rows) CH_TIME_SUM_X(rows, "", "")
 
 static const struct ch_report ch_cuda_api_sum = {
@@ -101,11 +104,14 @@ static const struct ch_report ch_nccl_stragglers = {
 		* record's (its >=): by the row's seq, never whichever row a server thread met first.
 		*/
 	       "(seq, file_id) AS rec, (ts, seq, file_id) AS last, "
-	       "visitParamExtractInt(args, 'nranks') AS nranks, ts - (SELECT min(ts) FROM " CH_DB
-	       ".events WHERE {W} AND " CH_COLL_ROWS ") AS at "
-	       "FROM " CH_DB ".events WHERE {W} AND " CH_COLL_ROWS ") "
-	       "GROUP BY comm, cseq HAVING ranks > 1 ORDER BY wait_ns DESC, comm, cseq "
-	       "FORMAT TabSeparated",
+	       "visitParamExtractInt(args, 'nranks') AS nranks, ts - " CH_SCALAR(
+		       "SELECT min(ts) FROM " CH_DB
+		       ".events WHERE {W} AND " CH_COLL_ROWS) " AS at "
+							      "FROM " CH_DB
+							      ".events WHERE {W} AND " CH_COLL_ROWS
+							      ") "
+							      "GROUP BY comm, cseq HAVING ranks > 1 ORDER BY wait_ns DESC, comm, cseq "
+							      "FORMAT TabSeparated",
 	.needs = "nccl_api", /* the calls by collective */
 };
 
@@ -158,12 +164,14 @@ static const struct ch_report ch_nccl_stragglers = {
 static const struct ch_report ch_osrt_sum = {
 	.name = "osrt_sum",
 	.cols = ch_time_cols,
-	.sql = "SELECT total_ns * 100 / (SELECT sum(t) FROM (" CH_OSRT_SAMPLES ")), total_ns, "
-	       "count, avg_ns, med_ns, min_ns, max_ns, stddev_ns, name FROM (SELECT sum(t) AS "
-	       "total_ns, sum(w) AS count, total_ns / count AS avg_ns, " CH_WEIGHTED_MEDIAN
-	       "min(lo) AS min_ns, max(hi) AS max_ns, name FROM (" CH_OSRT_SAMPLES
-	       ") GROUP BY name) "
-	       "ORDER BY total_ns DESC, name FORMAT TabSeparated",
+	.sql = "SELECT total_ns * 100 / " CH_SCALAR(
+		"SELECT sum(t) FROM (" CH_OSRT_SAMPLES
+		")") ", total_ns, "
+		     "count, avg_ns, med_ns, min_ns, max_ns, stddev_ns, name FROM (SELECT sum(t) AS "
+		     "total_ns, sum(w) AS count, total_ns / count AS avg_ns, " CH_WEIGHTED_MEDIAN
+		     "min(lo) AS min_ns, max(hi) AS max_ns, name FROM (" CH_OSRT_SAMPLES
+		     ") GROUP BY name) "
+		     "ORDER BY total_ns DESC, name FORMAT TabSeparated",
 	.needs = "syscall,syscall_agg", /* the calls and their aggregates by name */
 };
 
@@ -206,14 +214,14 @@ static const struct ch_report ch_sched_sum = {
 		       "if(ts - " CH_ONCPU " >= ws, " CH_ONCPU
 		       ", greatest(ts - ws, toInt64(0)))) AS oncpu_in "
 		       "FROM " CH_DB ".events ANY LEFT JOIN (SELECT file_id, ts AS ws FROM " CH_DB
-		       ".events WHERE {J} AND kind = 'trace_window') USING file_id "
-		       "WHERE {W} AND kind IN ('offcpu', 'offcpu_exit')) GROUP BY file_id, file, pid, tid) "
+		       ".events WHERE {J} AND kind = 'trace_window') AS jr1 USING file_id "
+		       "WHERE {W} AND kind IN ('offcpu', 'offcpu_exit')) GROUP BY file_id, file, pid, tid) AS lhs "
 		       "ANY LEFT JOIN (SELECT file_id, file, pid, tid, "
 		       "if(position(args, '\"process\":') > 0, visitParamExtractString(args, 'process'), "
 		       "NULL) AS process, if(position(args, '\"thread\":') > 0, "
 		       "visitParamExtractString(args, 'thread'), NULL) AS thread, " CH_NAMES_NS
 		       " AS ns FROM " CH_DB ".events "
-		       "WHERE {J} AND kind = 'thread_names') USING file_id, file, pid, tid "
+		       "WHERE {J} AND kind = 'thread_names') AS jr2 USING file_id, file, pid, tid "
 		       "ORDER BY offcpu_ns DESC, fpid, ftid FORMAT TabSeparated",
 	.needs = "offcpu,offcpu_exit", /* the switch-outs by thread */
 };
@@ -255,7 +263,7 @@ static const struct ch_report ch_sched_sum = {
 	"greatest(visitParamExtractInt(args, 'last_ts'), wend) AS last, "                          \
 	"visitParamExtractInt(args, 'end_ts') AS end_ts FROM " CH_DB ".events ANY LEFT JOIN ("     \
 	"SELECT file_id, max(ts + toInt64(dur)) AS wend FROM " CH_DB ".events WHERE {J} AND "      \
-	"kind = 'gil_wait' GROUP BY file_id) USING file_id WHERE {J} AND kind = 'trace_window'"
+	"kind = 'gil_wait' GROUP BY file_id) AS jr3 USING file_id WHERE {J} AND kind = 'trace_window'"
 /* Each thread's name as the file's reports have it. */
 #define CH_GIL_NAMES                                                                               \
 	"SELECT file_id, file, tid AS xtid, any(if(position(args, '\"thread\":') > 0, "            \
@@ -315,16 +323,16 @@ static const struct ch_report ch_gil_sum = {
 				      "if(end_ts != 0 AND end_ts < d0, end_ts, d0) AS d, "
 				      "if(d > b, d - b, 0) AS wall FROM ("
 				      "SELECT * FROM (SELECT * FROM (" CH_GIL_THREADS
-				      ") ANY LEFT JOIN (" CH_GIL_PROCS
-				      ") USING file_id, file, xpid WHERE method != '' OR has_agg OR ev_count > 0) "
+				      ") AS lhs ANY LEFT JOIN (" CH_GIL_PROCS
+				      ") AS jr4 USING file_id, file, xpid WHERE method != '' OR has_agg OR ev_count > 0) AS lhs "
 				      "ANY LEFT JOIN (" CH_GIL_SPAN
-				      ") USING file_id) ANY LEFT JOIN (" CH_GIL_NAMES
-				      ") USING file_id, file, xtid) "
+				      ") AS jr5 USING file_id) AS lhs ANY LEFT JOIN (" CH_GIL_NAMES
+				      ") AS jr6 USING file_id, file, xtid) AS lhs "
 				      "CROSS JOIN (SELECT count() > 0 AS full FROM " CH_DB
 				      ".events WHERE {W} AND ("
 				      "kind = 'gil_hold' OR (kind = 'gil_python' AND "
 				      "visitParamExtractString(args, 'method') = 'take_gil') OR (kind = 'gil_agg' AND "
-				      "visitParamExtractUInt(args, 'hold_count') > 0))) "
+				      "visitParamExtractUInt(args, 'hold_count') > 0))) AS jr7 "
 				      "ORDER BY total DESC, fpid, ftid FORMAT TabSeparated",
 	.needs =
 		"gil_wait,gil_agg,gil_python", /* a thread with waits, a snapshot or a Python process */
@@ -346,9 +354,9 @@ const struct ch_report ch_folded_stacks = {
 	.cols = ch_folded_cols,
 	.sql = "SELECT text, count() FROM (SELECT file_id, visitParamExtractUInt(args, 'stack_id') "
 	       "AS sid, toUInt8(name = 'kernel') AS kernel FROM " CH_DB ".events WHERE {W} AND "
-	       "kind = 'cpu_sample') ANY LEFT JOIN (SELECT file_id, visitParamExtractUInt(args, "
+	       "kind = 'cpu_sample') AS lhs ANY LEFT JOIN (SELECT file_id, visitParamExtractUInt(args, "
 	       "'stack_id') AS sid, toUInt8(visitParamExtractUInt(args, 'kernel')) AS kernel, "
-	       "name AS text FROM " CH_DB ".events WHERE {J} AND kind = 'stack') "
+	       "name AS text FROM " CH_DB ".events WHERE {J} AND kind = 'stack') AS jr8 "
 	       "USING file_id, sid, kernel GROUP BY text ORDER BY text FORMAT TabSeparated",
 };
 
@@ -362,10 +370,10 @@ const struct ch_report ch_folded_offcpu = {
 	.cols = ch_folded_cols,
 	.sql = "SELECT text, intDiv(sum(dur), 1000) AS us FROM (SELECT file_id, dur, "
 	       "visitParamExtractUInt(args, 'stack_id') AS sid, toUInt8(0) AS kernel FROM " CH_DB
-	       ".events WHERE {W} AND kind = 'offcpu' AND position(args, '\"stack_id\":') > 0) "
+	       ".events WHERE {W} AND kind = 'offcpu' AND position(args, '\"stack_id\":') > 0) AS lhs "
 	       "ANY LEFT JOIN (SELECT file_id, visitParamExtractUInt(args, 'stack_id') AS sid, "
 	       "toUInt8(visitParamExtractUInt(args, 'kernel')) AS kernel, name AS text FROM " CH_DB
-	       ".events WHERE {J} AND kind = 'stack') USING file_id, sid, kernel GROUP BY text "
+	       ".events WHERE {J} AND kind = 'stack') AS jr9 USING file_id, sid, kernel GROUP BY text "
 	       "HAVING us > 0 ORDER BY text FORMAT TabSeparated",
 };
 

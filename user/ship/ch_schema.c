@@ -9,6 +9,7 @@
  */
 #include <stddef.h>
 #include "ch_schema.h"
+#include "ch_version.h"
 
 const char *const ch_schema[] = {
 	"CREATE DATABASE IF NOT EXISTS " CH_DB,
@@ -32,7 +33,7 @@ const char *const ch_schema[] = {
 
 int ch_schema__create(struct ch_server *s)
 {
-	int err = 0;
+	int err = ch_version__ask(s);
 
 	for (const char *const *q = ch_schema; *q && !err; q++)
 		err = ch_server__run(s, *q, NULL, 0, NULL);

@@ -15,7 +15,10 @@
 /* The statements that make the tables, in order, NULL-terminated (IF NOT EXISTS each). */
 extern const char *const ch_schema[];
 
-/* Run them: 0 or ch_server__run's error (said in S->error). */
+/*
+ * S's release asked first (ch_version__ask: a server older than CH_OLDEST refused, -EPROTO),
+ * then the statements run: 0 or ch_server__run's error (said in S->error).
+ */
 int ch_schema__create(struct ch_server *s);
 
 #endif /* BPFSIGHT_CH_SCHEMA_H */

@@ -6,6 +6,13 @@
 
 #include "ch_schema.h"
 
+/*
+ * A scalar subquery Q's answer, a number: current releases type it Nullable (NULL when Q has no
+ * row), 18.16 as its column; a Nullable column's NULL then spreads (a LEFT JOIN's row without
+ * a match has NULL there, not 0). ifNull makes it the column's type on both.
+ */
+#define CH_SCALAR(q) "ifNull((" q "), 0)"
+
 /* api_sum.h's rows of a uprobe family's KIND: the calls no traced call made, returned. */
 #define CH_API_ROWS(kind)                                                                          \
 	"kind = '" kind "' AND position(args, '\"depth\":') = 0 AND "                              \
@@ -25,14 +32,14 @@
  * their NCCL calls say the file is (its rank in its largest communicator; none last), the
  * largest communicator first, then by path (merge: as given).
  */
-#define CH_FILE_ORDER                                                                                 \
-	"SELECT groupArray(file_id) FROM (SELECT file_id FROM (SELECT file_id, file "                 \
-	"FROM " CH_DB                                                                                 \
-	".events WHERE {W} AND kind = 'trace_window') ANY LEFT JOIN (SELECT file_id, argMax(r, nr * " \
-	"4294967296 - r) AS mrank, max(nr) AS mnr FROM (SELECT file_id, visitParamExtractInt("        \
-	"args, 'rank') AS r, visitParamExtractInt(args, 'nranks') AS nr FROM " CH_DB ".events "       \
-	"WHERE {J} AND kind = 'nccl_api' AND position(args, '\"nranks\":') > 0 AND "                  \
-	"position(args, '\"rank\":') > 0) GROUP BY file_id) USING file_id ORDER BY if(mnr > 0, "      \
+#define CH_FILE_ORDER                                                                                        \
+	"SELECT groupArray(file_id) FROM (SELECT file_id FROM (SELECT file_id, file "                        \
+	"FROM " CH_DB                                                                                        \
+	".events WHERE {W} AND kind = 'trace_window') AS lhs ANY LEFT JOIN (SELECT file_id, argMax(r, nr * " \
+	"4294967296 - r) AS mrank, max(nr) AS mnr FROM (SELECT file_id, visitParamExtractInt("               \
+	"args, 'rank') AS r, visitParamExtractInt(args, 'nranks') AS nr FROM " CH_DB ".events "              \
+	"WHERE {J} AND kind = 'nccl_api' AND position(args, '\"nranks\":') > 0 AND "                         \
+	"position(args, '\"rank\":') > 0) GROUP BY file_id) AS jq1 USING file_id ORDER BY if(mnr > 0, "      \
 	"toUInt32(mrank), 4294967295), mnr DESC, file)"
 /*
  * A row's file's rank namespace when the rows come from several files not merged: its place in
@@ -98,9 +105,9 @@
 
 /* The same with the two frames' columns, prefixed s and v (CH_FRAME_ROWS). */
 #define CH_MEM_SITES                                                                               \
-	"SELECT * FROM (SELECT * FROM (" CH_MEM_SITE_IDS ") ANY LEFT JOIN (" CH_FRAME_ROWS(        \
-		"s") ") "                                                                          \
-		     "USING file_id, sfid) ANY LEFT JOIN (" CH_FRAME_ROWS(                         \
-			     "v") ") USING file_id, vfid"
+	"SELECT * FROM (SELECT * FROM (" CH_MEM_SITE_IDS ") AS lhs ANY LEFT JOIN (" CH_FRAME_ROWS( \
+		"s") ") AS jq2 "                                                                   \
+		     "USING file_id, sfid) AS lhs ANY LEFT JOIN (" CH_FRAME_ROWS(                  \
+			     "v") ") AS jq3 USING file_id, vfid"
 
 #endif /* BPFSIGHT_CH_SQL_H */

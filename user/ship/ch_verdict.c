@@ -81,8 +81,8 @@ const struct ch_report ch_verdict_lives = {
 				      "if(countIf(kind = 'exit') > 0, argMaxIf(ts, seq, kind = 'exit'), 0) AS died "
 				      "FROM " CH_DB
 				      ".events WHERE {W} AND kind IN ('fork', 'exit') "
-				      "GROUP BY file_id, file, xpid, xtid)) ANY LEFT JOIN (" CH_THREAD_NS
-				      ") USING file_id, file, pid, tid FORMAT TabSeparated",
+				      "GROUP BY file_id, file, xpid, xtid)) AS lhs ANY LEFT JOIN (" CH_THREAD_NS
+				      ") AS jv1 USING file_id, file, pid, tid FORMAT TabSeparated",
 };
 
 static const struct ch_col ch_kinds_cols[] = {
@@ -147,8 +147,8 @@ static const struct ch_report ch_osrt_thread_calls = {
 		       ", seq, kind = 'syscall_agg') AS last_total, "
 		       "argMaxIf(" CH_AGG_FINAL ", seq, kind = 'syscall_agg') AS last_final "
 		       "FROM " CH_DB ".events WHERE {W} AND kind IN ('syscall', 'syscall_agg') "
-		       "GROUP BY file_id, file, pid, tid, nr) ANY LEFT JOIN (" CH_THREAD_NS
-		       ") USING file_id, file, pid, tid FORMAT TabSeparated",
+		       "GROUP BY file_id, file, pid, tid, nr) AS lhs ANY LEFT JOIN (" CH_THREAD_NS
+		       ") AS jv2 USING file_id, file, pid, tid FORMAT TabSeparated",
 	.needs = "syscall,syscall_agg", /* the calls by thread */
 };
 
@@ -172,9 +172,9 @@ static const struct ch_report ch_cuda_thread_calls = {
 		       "sum(dur) AS total_ns, sumIf(dur, visitParamExtractInt(args, 'ret') = 0) AS ok_ns, "
 		       "countIf(visitParamExtractInt(args, 'ret') = 0) AS ok_count FROM " CH_DB
 		       ".events WHERE {W} AND " CH_API_ROWS(
-			       "cuda_api") " GROUP BY file_id, file, pid, tid, name) "
+			       "cuda_api") " GROUP BY file_id, file, pid, tid, name) AS lhs "
 					   "ANY LEFT JOIN (" CH_THREAD_NS
-					   ") USING file_id, file, pid, tid FORMAT TabSeparated",
+					   ") AS jv3 USING file_id, file, pid, tid FORMAT TabSeparated",
 	.needs = "cuda_api", /* the calls by thread */
 };
 
@@ -219,11 +219,11 @@ static const struct ch_report ch_gpu_idle_devs = {
 		       "pid") " AS fpid, visitParamExtractUInt(args, 'device') AS device, ts, dur "
 			      "FROM (SELECT * FROM (SELECT file_id, file, pid, tid, args, ts, dur "
 			      "FROM " CH_DB ".events WHERE {W} AND kind IN ('gpu_kernel', "
-			      "'gpu_memcpy', 'gpu_memset')) ANY LEFT JOIN (SELECT file_id, "
+			      "'gpu_memcpy', 'gpu_memset')) AS lhs ANY LEFT JOIN (SELECT file_id, "
 			      "visitParamExtractInt(args, 'clock_shift') AS shift FROM " CH_DB
-			      ".events WHERE {J} AND kind = 'trace_window') USING file_id "
-			      "WHERE ts != shift) ANY LEFT JOIN (" CH_THREAD_NS
-			      ") USING file_id, file, pid, tid) GROUP BY fpid, device) "
+			      ".events WHERE {J} AND kind = 'trace_window') AS jv4 USING file_id "
+			      "WHERE ts != shift) AS lhs ANY LEFT JOIN (" CH_THREAD_NS
+			      ") AS jv5 USING file_id, file, pid, tid) GROUP BY fpid, device) "
 			      "ORDER BY fpid, device FORMAT TabSeparated",
 	.needs = "gpu_kernel,gpu_memcpy,gpu_memset", /* the GPU work by device */
 };
@@ -251,12 +251,13 @@ static const struct ch_report ch_gpu_launch_totals = {
 	       "FROM (SELECT * FROM (SELECT file_id, pid, tid, ts AS kts, dur AS kdur, link, "
 	       "toInt64(visitParamExtractUInt(args, 'call_ts')) + shift AS cts FROM (SELECT "
 	       "file_id, pid, tid, ts, dur, args, visitParamExtractString(args, 'link') AS link "
-	       "FROM " CH_DB ".events WHERE {W} AND kind = 'gpu_kernel') ANY LEFT JOIN (SELECT "
+	       "FROM " CH_DB
+	       ".events WHERE {W} AND kind = 'gpu_kernel') AS lhs ANY LEFT JOIN (SELECT "
 	       "file_id, visitParamExtractInt(args, 'clock_shift') AS shift FROM " CH_DB
-	       ".events WHERE {J} AND kind = 'trace_window') USING file_id) ANY LEFT JOIN "
+	       ".events WHERE {J} AND kind = 'trace_window') AS jv6 USING file_id) AS lhs ANY LEFT JOIN "
 	       "(SELECT file_id, pid, tid, ts AS cts, dur AS cdur, toUInt8(1) AS found, "
 	       "if(kind = 'cuda_api', 'cuda', 'api') AS link FROM " CH_DB ".events WHERE {W} AND "
-	       "kind IN ('cuda_api', 'gpu_api')) USING file_id, pid, tid, cts, link) "
+	       "kind IN ('cuda_api', 'gpu_api')) AS jv7 USING file_id, pid, tid, cts, link) "
 	       "FORMAT TabSeparated",
 };
 
