@@ -15,7 +15,7 @@ import os
 import re
 
 import helpers
-from clickhouse_server import once, shared, stats_text
+from clickhouse_server import NEW, once, shared, stats_text
 from helpers import BPFSIGHT, check, eq, keep_tmpdir, run, tmpdir
 
 SECONDS = 20
@@ -204,6 +204,21 @@ def test_ship_and_from_say_the_servers_release(engine):
              os.path.join(tmpdir(), "spool"), "-v"], timeout=300)
     eq(p.returncode, 0, f"ship -v ({p.stderr[-600:]})")
     check(said in p.stderr, f"ship -v says {said!r}: {p.stderr[-600:]}")
+    # the events table as the release allows (ch_schema.c): 26.7's LowCardinality labels and
+    # coded columns, 18.16's plain types (LowCardinality needs a setting there, no codecs)
+    types = dict(ch.rows("SELECT name, type FROM system.columns WHERE database = 'bpfsight' "
+                         "AND table = 'events'"))
+    eq({c: types[c] for c in ("job", "kind", "ts", "args")},
+       {"job": "LowCardinality(String)", "kind": "LowCardinality(String)", "ts": "Int64",
+        "args": "String"} if engine == NEW else
+       {"job": "String", "kind": "String", "ts": "Int64", "args": "String"},
+       f"the events table's types on {engine}")
+    if engine == NEW:
+        codecs = dict(ch.rows("SELECT name, compression_codec FROM system.columns WHERE "
+                              "database = 'bpfsight' AND table = 'events'"))
+        eq((codecs["ts"], codecs["dur"], codecs["args"]),
+           ("CODEC(Delta(8), ZSTD(1))", "CODEC(T64, ZSTD(1))", "CODEC(ZSTD(1))"),
+           "26.7's column codecs")
     for cmd in (["stats", "-r", "osrt_sum"], ["stacks"],
                 ["report", "-o", os.path.join(tmpdir(), "page.html")]):
         p = run([BPFSIGHT, *cmd, "--from", ch.url("release"), "-v"], timeout=300)

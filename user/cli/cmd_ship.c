@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include "cache_dir.h"
 #include "ch_labels.h"
+#include "export_clickhouse.h"
 #include "ch_schema.h"
 #include "commands.h"
 #include "export.h"
@@ -47,7 +48,8 @@ struct ship_opts {
 	__u64 batch_rows;
 	const char *watch; /* --watch DIR */
 	int busy;	   /* the last file taken is being written */
-	struct ch_labels labels;
+	struct export_opts
+		labels;		 /* the rows' (struct export_opts: export --format clickhouse's) */
 	struct ship_held *held;	 /* the spooled files this ship holds locked (ship_lock.h) */
 	struct ship_claim claim; /* its files' claims in the server (ship_claim.h) */
 	char claimant[4400];
@@ -270,8 +272,7 @@ static int ship_take(struct ch_server *s, struct ship_spool *sp, struct ship_opt
 	}
 	ship_spool__path(sp, o->labels.job, o->labels.file_id, ".part", part, sizeof(part));
 	unlink(part);
-	export_clickhouse_labels = o->labels;
-	err = export__render(&export_clickhouse, file, part, &events);
+	err = export__render(&export_clickhouse, file, part, &o->labels, &events);
 	if (!err && changed(file, &before)) {
 		unlink(part);
 		err = -EBUSY; /* rendered again once it holds still */

@@ -390,5 +390,4 @@ const struct family_verdict mem_verdict = {
 	/* mem_peak and mem_leaks are computed in the server too: ch_mem_peak.c, ch_mem_leaks.c */
 	.reads = "mem_ooms,mem_devices,mem_peak,mem_leaks",
 	.load = rules__load,
-	.ch_rows = &mem_ch_rows,
 };
