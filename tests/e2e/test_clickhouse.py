@@ -35,7 +35,7 @@ TRACES = sorted(glob.glob(os.path.join(helpers.ROOT, "..", "shared", "traces", "
 # The reports the server computes, and the keys they cannot share with a file's: a straggler
 # row's start is the wall clock there (the rows keep no CLOCK_MONOTONIC).
 SQL_REPORTS = ["cuda_api_sum", "nccl_sum", "osrt_sum", "sched_sum", "gil_sum", "gil_blocked_by"]
-# The reports across ranks (ch_rank_reports.c): a merged file's ranks, each rank process's
+# The reports across ranks (proc_sql.c, nccl_rank_sql.c): a merged file's ranks, each rank process's
 # time in collectives and the waits it made, where each rank waited.
 RANK_REPORTS = ["ranks", "nccl_rank_sum", "rank_waits"]
 # Rows that are no event of dump's: what the reports read of the records that make no event

@@ -1,4 +1,4 @@
-"""The reports over the events' stacks computed in ClickHouse (user/ship/ch_cpu_reports.c):
+"""The reports over the events' stacks computed in ClickHouse (cpu_sql.c, gil_sql.c, sched_sql.c):
 cpu_sum, gil_stacks and offcpu_stacks, and the cpu family's rules (the code that ran most,
 fault-bound) judged from the server, against `stats FILE` on the same files, on each
 engine (clickhouse_server.ENGINES: Debian's 18.16, chDB's 26.7), one server each for the

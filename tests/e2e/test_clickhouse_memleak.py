@@ -1,5 +1,5 @@
-"""mem_leaks computed in a ClickHouse server (`stats --from`, docs/CLICKHOUSE.md, user/ship/
-ch_mem_leaks.c) against `stats FILE` on the same real recording, row for row, and mem's leak
+"""mem_leaks computed in a ClickHouse server (`stats --from`, docs/CLICKHOUSE.md, user/families/mem/
+mem_leaks_sql.c) against `stats FILE` on the same real recording, row for row, and mem's leak
 claim from the server line for line, on each engine (clickhouse_server.ENGINES: Debian's
 18.16, chDB's 26.7), one shipped file each; recorded once, stats FILE asked once.
 

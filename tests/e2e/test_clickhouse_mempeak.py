@@ -1,4 +1,4 @@
-"""mem_peak computed in a ClickHouse server (user/ship/ch_mem_peak.c: what was live at each
+"""mem_peak computed in a ClickHouse server (user/families/mem/mem_peak_sql.c: what was live at each
 process and device's peak, by line and torch op), against `stats FILE` on the same files, row
 for row; and mem's verdict from the server with the OOM's peak detail (mem_peak's first row of
 the device), line for line, on each engine (clickhouse_server.ENGINES: Debian's 18.16, chDB's

@@ -196,7 +196,9 @@ int stats_from__folded(const struct stats_from *f, int offcpu, FILE *out)
 	err = ch_open(f, &s, where, sizeof(where), job, sizeof(job));
 	if (err)
 		return err;
-	sql = ch_report__sql(offcpu ? &ch_folded_offcpu : &ch_folded_stacks, where, job, NULL);
+	/* the cpu family's and the sched family's (their struct family.sql) */
+	sql = ch_report__sql(ch_report__named(offcpu ? "folded-offcpu" : "folded"), where, job,
+			     NULL);
 	err = sql ? ch_server__run(&s, sql, NULL, 0, &ans) : -ENOMEM;
 	free(sql);
 	if (err) {
@@ -217,10 +219,13 @@ int stats_from__folded(const struct stats_from *f, int offcpu, FILE *out)
 	return n ? 0 : 1;
 }
 
+/* The report nccl_stragglers' sentences read (stragglers_from.c). */
+#define RANK_SUM "nccl_rank_sum"
+
 /* The verdict's nccl_rank_sum when it asked for it (VF may be NULL): the notes read it too. */
 static const struct table *rank_sum(const struct verdict_from *vf)
 {
-	return vf ? verdict__table(verdict_from__verdict(vf), ch_nccl_rank_sum.name) : NULL;
+	return vf ? verdict__table(verdict_from__verdict(vf), RANK_SUM) : NULL;
 }
 
 /* Report R into T: asked, or, where the events per kind HAVE (NULL: not known) hold none it
@@ -237,8 +242,10 @@ static int report(struct ch_server *s, const struct ch_report *r, const struct t
 static int ask_rank_sum(struct ch_server *s, const struct table *have, const char *where,
 			const char *job, const char *files, struct table **rsum)
 {
-	*rsum = table__new(ch_nccl_rank_sum.name);
-	return *rsum ? report(s, &ch_nccl_rank_sum, have, where, job, files, *rsum) : -ENOMEM;
+	const struct ch_report *r = ch_report__find(RANK_SUM);
+
+	*rsum = r ? table__new(RANK_SUM) : NULL;
+	return *rsum ? report(s, r, have, where, job, files, *rsum) : r ? -ENOMEM : -ENOENT;
 }
 
 /* How many reports of LIST ("a,b") are made of some kinds of row only (struct ch_report.needs). */
@@ -281,12 +288,13 @@ int stats_from__run(const struct stats_from *f, FILE *out)
 		if (!ch_report__find(tok)) {
 			char there[512];
 			size_t n = 0;
+			const struct ch_report *c;
+			size_t it = 0;
 
 			there[0] = 0;
-			for (const struct ch_report *const *c = ch_reports; *c && n < sizeof(there);
-			     c++)
+			while ((c = ch_report__next(&it)) && n < sizeof(there))
 				n += snprintf(there + n, sizeof(there) - n, "%s%s", n ? ", " : "",
-					      (*c)->name);
+					      c->name);
 			pr_err("report '%s' is not computed in ClickHouse (there: %s; "
 			       "docs/CLICKHOUSE.md)\n",
 			       tok, there);
@@ -353,7 +361,7 @@ int stats_from__run(const struct stats_from *f, FILE *out)
 		/* nccl_stragglers gets its sentences added below: its own table */
 		if (vf && !stragglers)
 			asked = verdict__table(verdict_from__verdict(vf), tok);
-		if (!asked && r == &ch_nccl_rank_sum)
+		if (!asked && r && r == ch_report__find(RANK_SUM))
 			asked = rsum; /* asked for nccl_stragglers' sentences */
 		if (!t || asked)
 			err = t ? 0 : -ENOMEM;
@@ -414,6 +422,8 @@ static const char *loss_warning(const struct stats_from_loss *l, char *buf, size
 int stats_from__page(const struct stats_from *f, FILE *out)
 {
 	char where[1024], job[300], fbuf[65536], list[1024] = "", warn[1280];
+	const struct ch_report *r;
+	size_t it = 0;
 	struct stats_from_loss loss;
 	struct table *own[PAGE_REPORTS], *rsum = NULL;
 	const struct table *t[PAGE_REPORTS]; /* own's, or the verdict's answers */
@@ -428,20 +438,20 @@ int stats_from__page(const struct stats_from *f, FILE *out)
 		return err;
 	files = stats_from__files(&s, where, job, fbuf, sizeof(fbuf));
 	vf = verdict_from__judge(&s, f->url, where, job, files, &err);
-	for (const struct ch_report *const *r = ch_reports; vf && *r && n < PAGE_REPORTS && !err;
-	     r++) {
-		int stragglers = *r == ch_report__find("nccl_stragglers");
+	for (r = ch_report__next(&it); vf && r && n < PAGE_REPORTS && !err;
+	     r = ch_report__next(&it)) {
+		int stragglers = r == ch_report__find("nccl_stragglers");
 
 		/* what the verdict asked for is not asked again (but the table notes are added to) */
-		t[n] = stragglers ? NULL : verdict__table(verdict_from__verdict(vf), (*r)->name);
-		if (!t[n] && *r == &ch_nccl_rank_sum)
+		t[n] = stragglers ? NULL : verdict__table(verdict_from__verdict(vf), r->name);
+		if (!t[n] && r == ch_report__find(RANK_SUM))
 			t[n] = rsum; /* asked for nccl_stragglers' sentences */
-		own[n] = t[n] ? NULL : table__new((*r)->name);
+		own[n] = t[n] ? NULL : table__new(r->name);
 		/* a report over rows it needs none of: its empty table, not its query's cost */
 		if (t[n])
 			err = 0;
 		else
-			err = own[n] ? report(&s, *r, verdict_from__kinds(vf), where, job, files,
+			err = own[n] ? report(&s, r, verdict_from__kinds(vf), where, job, files,
 					      own[n])
 				     : -ENOMEM;
 		t[n] = t[n] ?: own[n];
@@ -453,7 +463,7 @@ int stats_from__page(const struct stats_from *f, FILE *out)
 							  rank_sum(vf) ?: rsum);
 		if (t[n])
 			used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%s",
-						 used ? "," : "", (*r)->name);
+						 used ? "," : "", r->name);
 		n += t[n] != NULL;
 	}
 	if (vf && !err)

@@ -8,7 +8,7 @@
  * OpenBLAS, BLIS or MKL is the fix, with no change to the job. Elsewhere it is said, not held:
  * where the CPU time went is the cpu family's to weigh.
  *
- * From a server (stats --from) the same sums per thread come as a table (ch_family_reports.c's
+ * From a server (stats --from) the same sums per thread come as a table (blas_sql.c's
  * blas_thread_gemms), each with its process's library (its threads' names' rows say it).
  */
 #include <stdio.h>

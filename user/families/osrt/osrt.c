@@ -415,6 +415,7 @@ const struct family family_osrt = {
 	.desc = "system call latency (raw_syscalls tracepoints)",
 	.losses = osrt_losses,
 	.export = &osrt_export,
+	.sql = &osrt_sql,
 	.metrics = &osrt_metrics,
 	.top = &osrt_top,
 	.record = &osrt_recording,

@@ -11,6 +11,7 @@
 extern const struct rec_decoder proc_decoders[];
 extern const struct report *const proc_reports[];
 extern const struct family_export proc_export; /* proc_export.c */
+extern const struct family_sql proc_sql;       /* proc_sql.c */
 extern const struct family family_proc;
 /* proc_snap.c: the hang trigger's snapshot (snap_records.h) as events. */
 int proc__decode_proc_snap(const struct bs_hdr *rec, const struct trace_model *m, struct event *ev);

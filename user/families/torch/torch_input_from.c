@@ -4,7 +4,7 @@
  * reads of each stack goes with the stack's row (the export model's EX_ROWS, torch_export.c:
  * `loader`, the worker's `wfunc` and `wsite`, beside the `own` line every user stack's row
  * has), and the
- * server sums the off-CPU time and CPU samples by thread and stack (ch_verdict.c's
+ * server sums the off-CPU time and CPU samples by thread and stack (torch_input_sql.c's
  * torch_input_waits). Here those sums become the rule's rows as its ADD would have: a
  * DataLoader worker's main thread's blocks and samples at its site, another thread's off-CPU
  * time inside the DataLoader's __next__ at its own line.

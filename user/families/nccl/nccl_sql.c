@@ -1,113 +1,84 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * A hang's and the recording's edges' inputs as SQL (ch_verdict.h), in what ClickHouse 18.16
- * runs: the snapshots of the job's threads (the `process_state` and `thread_state` rows, a
- * trigger's or the edges'), what the edges' rules keep of every record (open_at_edges_state)
- * and each rank's collectives entered and left (nccl_hang_state). A handful of rows a thread.
+ * nccl's reports and rules' inputs as SQL in the server (stats --from, docs/CLICKHOUSE.md):
+ * nccl_sum (nccl_report.c's), nccl_stragglers (nccl_straggle.h's collectives), nccl_rank_sum
+ * (nccl_rank_sql.c) and what the hang rule keeps of every collective (nccl_hang_state,
+ * nccl_hang_report.c's state: each rank's collectives entered and left).
  */
+#include "ch_reports.h"
 #include "ch_sql.h"
-#include "ch_verdict.h"
+#include "nccl.h"
 
-/* A signed arg, -1 when the row has none. */
-#define CH_INT_OR_NONE(key)                                                                        \
-	"if(position(args, '\"" key "\":') > 0, visitParamExtractInt(args, '" key "'), -1)"
-#define CH_HAS(key) "position(args, '\"" key "\":') > 0"
+/* nccl_report.c's: the bytes the collectives moved (NULL: none known), the failed calls. */
+static const struct ch_col ch_nccl_sum_cols[] = {
+	{ "time_pct", "Time (%)", 'd' }, { "total_ns", "Total Time (ns)", 'u' },
+	{ "count", "Num Calls", 'u' },	 { "avg_ns", "Avg (ns)", 'd' },
+	{ "med_ns", "Med (ns)", 'd' },	 { "min_ns", "Min (ns)", 'u' },
+	{ "max_ns", "Max (ns)", 'u' },	 { "stddev_ns", "StdDev (ns)", 'd' },
+	{ "bytes", "Bytes", 'u' },	 { "errors", "Errors", 'u' },
+	{ "name", "Name", 't' },	 {},
+};
 
-/* The uprobe-API families' call rows (struct family.api: proc_edges' and nccl_hang's calls). */
-#define CH_API_KINDS "kind IN ('blas_api', 'cublas_api', 'cuda_api', 'cudnn_api', 'nccl_api')"
-
-static const struct ch_col ch_snaps_cols[] = {
-	{ "of_process", "Of Process", 'u' },
-	{ "pid", "PID", 'u' },
-	{ "tid", "TID", 'u' },
-	{ "ts", "Taken", 's' },
-	{ "edge", "Edge", 'u' },
-	{ "rank", "Rank", 's' },
-	{ "local_rank", "Local Rank", 's' },
-	{ "world", "World", 's' },
-	{ "state", "State", 'u' },
-	{ "syscall", "Syscall", 't' },
-	{ "syscall_nr", "Syscall Nr", 's' },
-	{ "flags", "Flags", 'u' },
-	{ "off_cpu_ns", "Off CPU (ns)", 'u' },
-	{ "cpu_ns", "CPU (ns)", 'u' },
-	{ "stack", "Stack", 'u' },
-	{ "call", "Call", 't' },
-	{ "where", "Where", 't' },
-	{},
+static const struct ch_report ch_nccl_sum = {
+	.name = "nccl_sum",
+	.cols = ch_nccl_sum_cols,
+	.sql = CH_TIME_SUM_X(CH_API_ROWS("nccl_api"), "if(with_bytes > 0, bytes, NULL), errors, ",
+			     "sumIf(visitParamExtractUInt(args, 'bytes'), "
+			     "position(args, '\"bytes\":') > 0) AS bytes, "
+			     "countIf(position(args, '\"bytes\":') > 0) AS with_bytes, "
+			     "countIf(visitParamExtractInt(args, 'ret') != 0) AS errors, "),
+	.needs = "nccl_api", /* its rows by name: none without a call */
 };
 
 /*
- * The record a snapshot's row came from, as the reader keeps it (snap_records.h): the
- * process's environment and edge; the thread's task state, system call and BS_SNAP_* flags
- * read back from dump's words for them (thread_state__text's), its stack's `call` and line
- * (its `stack` row's, the `where` stack_call__where says, else `own`). In the files' order.
+ * nccl_straggle.h's collectives: the calls of one communicator with one seq, of 2 ranks or
+ * more; the waits from each entry to the last one's, their sum taken from the job's first
+ * entry so that a thousand ranks' wall-clock ns do not pass 2^63.
  */
-const struct ch_report ch_verdict_snaps = {
-	.name = "verdict_snaps",
-	.cols = ch_snaps_cols,
-	.sql = "SELECT proc, " CH_NS_ID("pid") ", " CH_NS_ID(
-		"tid") ", ts, edge, env_rank, local_rank, world, state, sc, scnr, flags, off_cpu, cpu, "
-		       "has_stack, in_call, at_line FROM (SELECT * FROM (SELECT * FROM (SELECT file_id, "
-		       "file, seq, pid, tid, ts, toUInt8(kind = 'process_state') AS proc, "
-		       "multiIf(visitParamExtractString(args, 'edge') = 'start', 64, "
-		       "visitParamExtractString(args, 'edge') = 'end', 128, 0) AS edge, " CH_INT_OR_NONE("rank") " AS env_rank, " CH_INT_OR_NONE("local_rank") " AS local_rank, " CH_INT_OR_NONE(
-			       "world_size") " AS world, "
-					     "if(proc, 0, multiIf(name = 'runnable (waiting for a CPU)' OR name = 'exiting' OR "
-					     "startsWith(name, 'running'), 0, name = 'stopped by a debugger', 8, "
-					     "name = 'stopped', 4, startsWith(name, 'waiting (uninterruptible)'), 2, "
-					     "1)) AS state, " CH_STR_OR_NULL("args", "syscall") " AS sc, " CH_INT_OR_NONE(
-						     "syscall_nr") " AS scnr, "
-								   "bitOr(bitOr(bitOr(if(startsWith(name, 'running') AND NOT proc, 1, 0), "
-								   "if(name = 'running (in the kernel)', 4, 0)), bitOr(if(visitParamExtractString("
-								   "args, 'read') = 'sample', 2, 0), if(visitParamExtractBool(args, 'gil') AND "
-								   "NOT proc, 8, 0))), bitOr(bitOr(if(visitParamExtractBool(args, 'gil_wait'), 16, "
-								   "0), if(name = 'exiting' AND NOT proc, 32, 0)), edge)) AS flags, "
-								   "visitParamExtractUInt(args, 'off_cpu_ns') AS off_cpu, "
-								   "visitParamExtractUInt(args, 'cpu_ns') AS cpu, "
-								   "visitParamExtractUInt(args, 'stack_id') AS stack_id FROM " CH_DB
-								   ".events WHERE {W} AND kind IN ('process_state', 'thread_state')) AS lhs "
-								   "ANY LEFT JOIN (SELECT file_id, visitParamExtractUInt(args, 'stack_id') AS "
-								   "stack_id, toUInt8(1) AS has_stack, " CH_STR_OR_NULL(
-									   "args",
-									   "call") " AS in_call, "
-										   "if(" CH_HAS(
-											   "where") ", visitParamExtractString(args, 'where'), "
-												    "if(" CH_HAS(
-													    "own") ", visitParamExtractString(args, 'own'), "
-														   "'code whose stack was not read')) AS at_line FROM " CH_DB
-														   ".events WHERE {J} AND kind = 'stack' AND "
-														   "visitParamExtractUInt(args, 'kernel') = 0) AS jh1 USING file_id, stack_id) AS lhs "
-														   "ANY LEFT JOIN (" CH_THREAD_NS
-														   ") AS jh2 USING file_id, file, pid, tid) ORDER BY file, seq "
-														   "FORMAT TabSeparated",
-	.needs = "process_state,thread_state", /* the snapshots */
-};
-
-/*
- * proc_edges.c's state: per thread its uprobe-API calls done (depth 0, returned), and the
- * calls in flight the rows hold (a hang trigger's dump whose calls in flight say nothing: the
- * ranks' stacks do).
- */
-static const struct ch_col ch_edges_cols[] = {
-	{ "pid", "PID", 'u' },
-	{ "tid", "TID", 'u' },
-	{ "calls", "Calls Done", 'u' },
-	{ "open", "In Flight", 'u' },
+static const struct ch_col ch_straggler_cols[] = {
+	{ "comm", "Comm", 't' },
+	{ "seq", "Seq", 'u' },
+	{ "name", "Collective", 't' },
+	{ "ranks", "Ranks", 'u' },
+	{ "nranks", "Of", 's' },
+	{ "last_rank", "Last Rank", 's' },
+	{ "last", "Last", 't' },
+	{ "skew_ns", "Skew (ns)", 'u' },
+	{ "wait_ns", "Wait (ns)", 'u' },
+	{ "end_spread_ns", "End Spread (ns)", 'u' },
+	{ "start_wall_ns", "Start (wall ns)", 's' },
 	{},
 };
 
-static const struct ch_report ch_open_at_edges_state = {
-	.name = "open_at_edges_state",
-	.cols = ch_edges_cols,
-	.sql = "SELECT " CH_NS_ID("pid") ", " CH_NS_ID(
-		"tid") ", calls, open FROM (SELECT file_id, file, pid, tid, "
-		       "countIf(NOT " CH_HAS("depth") " AND NOT " CH_HAS("in_flight") ") AS calls, countIf(" CH_HAS(
-			       "in_flight") ") AS open FROM " CH_DB
-					    ".events WHERE {W} AND " CH_API_KINDS
-					    " GROUP BY file_id, file, pid, tid) AS lhs ANY LEFT JOIN (" CH_THREAD_NS
-					    ") AS jh3 USING file_id, file, pid, tid FORMAT TabSeparated",
-	.needs = "blas_api,cublas_api,cuda_api,cudnn_api,nccl_api", /* the API calls by thread */
+/* A collective's calls that returned (nccl_coll.c leaves out those in flight: a hang's dump's) */
+#define CH_COLL_ROWS                                                                               \
+	"kind = 'nccl_api' AND position(args, '\"seq\":') > 0 AND "                                \
+	"position(args, '\"in_flight\":') = 0"
+
+static const struct ch_report ch_nccl_stragglers = {
+	.name = "nccl_stragglers",
+	.cols = ch_straggler_cols,
+	.sql = "SELECT comm, cseq, argMin(name, rec), count() AS ranks, any(nranks), "
+	       "argMax(rank, last), concat('rank ', toString(argMax(rank, last)), ' @ ', argMax(host, last)), "
+	       "max(at) - min(at), toUInt64(count() * max(at) - sum(at)) AS wait_ns, "
+	       "max(at + dur) - min(at + dur), min(ts) FROM ("
+	       "SELECT visitParamExtractString(args, 'unique_id_hash') AS comm, "
+	       "visitParamExtractUInt(args, 'seq') AS cseq, name, rank, host, dur, ts, "
+	       /*
+		* As nccl_straggle.c: the name of the collective's first record in the file (two
+		* functions' calls can share a seq), and of entries at the same nanosecond the later
+		* record's (its >=): by the row's seq, never whichever row a server thread met first.
+		*/
+	       "(seq, file_id) AS rec, (ts, seq, file_id) AS last, "
+	       "visitParamExtractInt(args, 'nranks') AS nranks, ts - " CH_SCALAR(
+		       "SELECT min(ts) FROM " CH_DB
+		       ".events WHERE {W} AND " CH_COLL_ROWS) " AS at "
+							      "FROM " CH_DB
+							      ".events WHERE {W} AND " CH_COLL_ROWS
+							      ") "
+							      "GROUP BY comm, cseq HAVING ranks > 1 ORDER BY wait_ns DESC, comm, cseq "
+							      "FORMAT TabSeparated",
+	.needs = "nccl_api", /* the calls by collective */
 };
 
 /*
@@ -189,8 +160,20 @@ static const struct ch_report ch_nccl_hang_state = {
 		"blas_api,cublas_api,cuda_api,cudnn_api,nccl_api", /* the collectives and the calls in flight */
 };
 
-const struct ch_report *const ch_hang_states[] = {
-	&ch_open_at_edges_state,
+static const struct ch_report *const nccl_sql_reports[] = {
+	&ch_nccl_sum,
+	&ch_nccl_stragglers,
+	&ch_nccl_rank_sum,
+	NULL,
+};
+
+static const struct ch_report *const nccl_sql_inputs[] = {
 	&ch_nccl_hang_state,
 	NULL,
+};
+
+/* nccl's SQL (struct family.sql). */
+const struct family_sql nccl_sql = {
+	.reports = nccl_sql_reports,
+	.inputs = nccl_sql_inputs,
 };

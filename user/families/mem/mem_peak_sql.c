@@ -17,6 +17,7 @@
  */
 #include "ch_reports.h"
 #include "ch_sql.h"
+#include "mem.h"
 
 static const struct ch_col ch_mem_peak_cols[] = {
 	{ "pid", "PID", 'u' },

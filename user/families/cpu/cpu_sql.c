@@ -1,16 +1,14 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * The reports over the events' stacks as SQL (ch_reports.h), in what ClickHouse 18.16 runs:
- * cpu_sum (the CPU samples by function, self and total), gil_stacks and offcpu_stacks (the
- * time by the stack's line in the job's code), and the cpu family's fault rule's state per
- * process (cpu_fault_procs). A stack's frames are its `stack` row's `frames`, their ids
- * innermost first, each frame a `frame` row (export_clickhouse.c): its function as its name,
- * its kind, function and file string ids, line, address and file; a stack's frame_sum site
- * and via its `site` and `via` (1-based places in `frames`).
+ * cpu's report, rule's input and folded lines as SQL in the server (stats --from, stacks
+ * --from, docs/CLICKHOUSE.md): cpu_sum (cpu_report.c's: the CPU samples by function, self and
+ * total), the fault rule's state per process (cpu_fault_procs, cpu_fault_verdict.c's), and the
+ * samples' folded lines (export --format folded's). A stack's frames are its `stack` row's
+ * `frames`, each frame a `frame` row (export_clickhouse.c).
  */
 #include "ch_reports.h"
 #include "ch_sql.h"
-#include "ch_verdict.h"
+#include "cpu.h"
 
 static const struct ch_col ch_cpu_sum_cols[] = {
 	{ "func", "Function", 't' },	   { "file", "File", 't' },
@@ -47,7 +45,7 @@ static const struct ch_col ch_cpu_sum_cols[] = {
  * (total); summed per function, ordered as cpu_row_cmp orders them (self, total, kind,
  * function id, file id, line, address), then by the shipped file (files shipped on their own).
  */
-const struct ch_report ch_cpu_sum = {
+static const struct ch_report ch_cpu_sum = {
 	.name = "cpu_sum",
 	.cols = ch_cpu_sum_cols,
 	.sql = "SELECT func, file, line, self, total, self * 100 / nall, total * 100 / nall FROM ("
@@ -62,116 +60,6 @@ const struct ch_report ch_cpu_sum = {
 	       ".events WHERE {W} AND kind = 'cpu_sample') AS jc3 "
 	       "ORDER BY self DESC, total DESC, o1, o2, o3, o4, o5, k FORMAT TabSeparated",
 	.needs = "cpu_sample", /* the samples by stack */
-};
-
-/*
- * same_frame's (frame_sum.c) of the frame prefixed P, in the shipped file: kind, function and
- * file ids, and a Python frame's line or another's address.
- */
-#define CH_SITE_KEY(p)                                                                             \
-	"concat(file_id, '\\t', toString(" p "kind), '\\t', toString(" p "func), '\\t', "          \
-	"toString(" p "file), '\\t', toString(if(" p "kind = 2, " p "line, " p "addr)))"
-
-/*
- * frame_sum.c's rows (gil_stacks, offcpu_stacks) of ITEMS (file_id, seq, label, ns, sid): each
- * item's stack's site and via frames (its `stack` row's; none: not counted), per label, site
- * and via frame the count and time, by time, then label, then the first item's place in the
- * file (frame_sum's order: sorted stably from the order the rows were first met); each row's
- * frames as the first item's.
- */
-#define CH_FRAME_SUM(items)                                                                                      \
-	"SELECT label, sname, spath, if(skind = 2, sline, 0), if(vfid = 0, NULL, vname), "                       \
-	"if(vfid = 0, NULL, vpath), if(vfid = 0, NULL, if(vkind = 2, vline, 0)), cnt, total "                    \
-	"FROM (SELECT label, sk, vk, count() AS cnt, sum(ns) AS total, min(o) AS first, "                        \
-	"argMin(sname, o) AS sname, argMin(spath, o) AS spath, argMin(skind, o) AS skind, "                      \
-	"argMin(sline, o) AS sline, argMin(vfid, o) AS vfid, argMin(vname, o) AS vname, "                        \
-	"argMin(vpath, o) AS vpath, argMin(vkind, o) AS vkind, argMin(vline, o) AS vline FROM ("                 \
-	"SELECT label, ns, (file_id, seq) AS o, vfid, sname, spath, skind, sline, vname, vpath, "                \
-	"vkind, vline, " CH_SITE_KEY("s") " AS sk, if(vfid = 0, '', " CH_SITE_KEY(                               \
-		"v") ") AS vk FROM (SELECT * FROM (SELECT * FROM (SELECT file_id, seq, label, ns, "              \
-		     "sfid, vfid FROM (" items                                                                   \
-		     ") AS lhs ALL INNER JOIN (SELECT file_id, sid, ids[site] AS "                               \
-		     "sfid, if(via > 0, ids[via], toUInt64(0)) AS vfid FROM (" CH_STACK_ROWS                     \
-		     ") WHERE kernel = 0 AND site > 0) AS jc4 USING file_id, sid) AS lhs ANY LEFT JOIN ("        \
-		     "" CH_FRAME_ROWS("s") ") AS jc5 USING file_id, sfid) AS lhs ANY LEFT JOIN (" CH_FRAME_ROWS( \
-			     "v") ") AS jc6 USING file_id, vfid)) GROUP BY label, sk, vk) "                      \
-				  "ORDER BY total DESC, label, first FORMAT TabSeparated"
-
-/* frame_sum__emit's columns after the label's. */
-#define CH_FRAME_SUM_COLS                                                                          \
-	{ "func", "Function", 't' }, { "file", "File", 't' }, { "line", "Line", 'u' },             \
-		{ "via_func", "Via", 't', 1 }, { "via_file", "Via File", 't', 1 },                 \
-		{ "via_line", "Via Line", 'u', 1 }, { "count", "Count", 'u' },                     \
-		{ "total_ns", "Total (ns)", 'u' },                                                 \
-	{                                                                                          \
-	}
-
-static const struct ch_col ch_gil_stacks_cols[] = {
-	{ "role", "Role", 't' },
-	CH_FRAME_SUM_COLS,
-};
-
-/* An event's stack id, where it has one (--stacks=...). */
-#define CH_SID                                                                                     \
-	"visitParamExtractUInt(args, 'stack_id') AS sid FROM " CH_DB ".events WHERE {W} AND "      \
-	"position(args, '\"stack_id\":') > 0 AND "
-
-/*
- * gil_stacks (gil_stacks_report.c): "holder" rows weighed by gil_holder_ns (a round of waits
- * less what the holder's samples covered, a sample's waiting), "waiter" rows by the waits.
- */
-const struct ch_report ch_gil_stacks = {
-	.name = "gil_stacks",
-	.cols = ch_gil_stacks_cols,
-	.sql = CH_FRAME_SUM(
-		"SELECT file_id, seq, label, ns, sid FROM (SELECT file_id, seq, 'holder' AS label, "
-		"if(kind = 'gil_sample', dur, if(dur > cov, toUInt64(dur - cov), toUInt64(0))) AS "
-		"ns, visitParamExtractUInt(args, 'covered_us') * 1000 AS cov, " CH_SID
-		"kind IN ('gil_holder', 'gil_sample')) WHERE ns > 0 UNION ALL SELECT file_id, seq, "
-		"'waiter' AS label, dur AS ns, " CH_SID "kind = 'gil_wait'"),
-	.needs = "gil_holder,gil_sample,gil_wait", /* the items it weighs */
-};
-
-static const struct ch_col ch_offcpu_stacks_cols[] = {
-	{ "process", "Process", 't' },
-	CH_FRAME_SUM_COLS,
-};
-
-/*
- * A process's names as a pass meets them (trace_model.c): its snapshot's, a fork's child's,
- * an exec's, its main thread's renames; per file and process, sorted by the row's place.
- */
-#define CH_PROC_NAMES                                                                              \
-	"SELECT file_id, file, pid, arraySort(e -> tupleElement(e, 1), groupArray((seq, nm))) AS " \
-	"evs FROM (SELECT file_id, file, pid, seq, name AS nm FROM " CH_DB ".events WHERE {J} "    \
-	"AND (kind IN ('process', 'exec') OR (kind = 'comm' AND tid = pid)) UNION ALL SELECT "     \
-	"file_id, file, toUInt32(bitAnd(visitParamExtractUInt(args, 'child_pid'), 4194303)) AS "   \
-	"pid, seq, visitParamExtractString(args, 'comm') AS nm FROM " CH_DB ".events WHERE {J} "   \
-	"AND kind = 'fork' AND visitParamExtractUInt(args, 'child_pid') = "                        \
-	"visitParamExtractUInt(args, 'child_tid')) GROUP BY file_id, file, pid"
-
-/*
- * offcpu_stacks (sched_stacks_report.c): the off-CPU intervals by their process's name when
- * the pass met them (a pyenv shim's python3 is bash before its exec; "?" before any name),
- * or its part in the job or its rank's label where the file's reports give it one (its
- * `thread_names` process, when none of its names).
- */
-const struct ch_report ch_offcpu_stacks = {
-	.name = "offcpu_stacks",
-	.cols = ch_offcpu_stacks_cols,
-	.sql = CH_FRAME_SUM(
-		"SELECT file_id, seq, if(notEmpty(evs) AND (NOT has_final OR "
-		"has(arrayMap(e -> tupleElement(e, 2), evs), final)), if(notEmpty(bef), "
-		"bef[length(bef)], '?'), if(has_final, final, '?')) AS label, ns, sid FROM ("
-		"SELECT file_id, seq, ns, sid, evs, has_final, final, arrayMap(e -> tupleElement(e, "
-		"2), arrayFilter(e -> tupleElement(e, 1) < seq, evs)) AS bef FROM (SELECT * FROM ("
-		"SELECT file_id, file, pid, tid, seq, dur AS ns, " CH_SID "kind = 'offcpu') AS lhs "
-		"ANY LEFT JOIN (" CH_PROC_NAMES
-		") AS jc7 USING file_id, file, pid) AS lhs ANY LEFT JOIN ("
-		"SELECT file_id, file, pid, tid, position(args, '\"process\":') > 0 AS has_final, "
-		"visitParamExtractString(args, 'process') AS final FROM " CH_DB ".events WHERE {J} "
-		"AND kind = 'thread_names') AS jc8 USING file_id, file, pid, tid)"),
-	.needs = "offcpu", /* the intervals by stack */
 };
 
 static const struct ch_col ch_fault_cols[] = {
@@ -225,7 +113,7 @@ static const struct ch_col ch_fault_cols[] = {
  * the kernel ones in a call that maps or unmaps memory and what made it; the mem family's
  * records of it (0 when none).
  */
-const struct ch_report ch_cpu_fault_procs = {
+static const struct ch_report ch_cpu_fault_procs = {
 	.name = "cpu_fault_procs",
 	.cols = ch_fault_cols,
 	.sql = "SELECT " CH_NS_ID(
@@ -246,4 +134,37 @@ const struct ch_report ch_cpu_fault_procs = {
 		       "kind = 'thread_names' GROUP BY file_id, file, pid) AS jc12 USING file_id, file, pid "
 		       "ORDER BY 1 FORMAT TabSeparated",
 	.needs = "cpu_sample", /* the samples by process */
+};
+
+/*
+ * export --format folded's lines (`stacks --from`): the CPU samples (`cpu_sample` rows, their
+ * `stack_id` and whether in kernel code) counted by their stack's folded text (the file's
+ * `stack` rows), one line per text, sorted as strcmp sorts.
+ */
+static const struct ch_report ch_folded_stacks = {
+	.name = "folded",
+	.cols = ch_folded_cols,
+	.sql = "SELECT text, count() FROM (SELECT file_id, visitParamExtractUInt(args, 'stack_id') "
+	       "AS sid, toUInt8(name = 'kernel') AS kernel FROM " CH_DB ".events WHERE {W} AND "
+	       "kind = 'cpu_sample') AS lhs ANY LEFT JOIN (SELECT file_id, visitParamExtractUInt(args, "
+	       "'stack_id') AS sid, toUInt8(visitParamExtractUInt(args, 'kernel')) AS kernel, "
+	       "name AS text FROM " CH_DB ".events WHERE {J} AND kind = 'stack') AS jr8 "
+	       "USING file_id, sid, kernel GROUP BY text ORDER BY text FORMAT TabSeparated",
+};
+
+static const struct ch_report *const cpu_sql_reports[] = {
+	&ch_cpu_sum,
+	NULL,
+};
+
+static const struct ch_report *const cpu_sql_inputs[] = {
+	&ch_cpu_fault_procs,
+	&ch_folded_stacks,
+	NULL,
+};
+
+/* cpu's SQL (struct family.sql). */
+const struct family_sql cpu_sql = {
+	.reports = cpu_sql_reports,
+	.inputs = cpu_sql_inputs,
 };

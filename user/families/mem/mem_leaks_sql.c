@@ -3,7 +3,7 @@
  * mem_leaks (mem_leaks_report.c) as SQL in what ClickHouse 18.16 runs (ch_reports.h): what
  * stayed live by allocation site per process and device, and whether the site's live bytes
  * grew step after step. What SQL cannot derive well is computed once when the file is
- * rendered, by mem_leaks' own code (mem_ch_rows.c): which allocation each free ended (`ends`),
+ * rendered, by mem_leaks' own code (mem_rows.c): which allocation each free ended (`ends`),
  * a sampled block's weight (`w`), and each
  * device's boundaries (`mem_leak_steps`: its steps, its loop's passes or windows of its
  * allocations). The rest is here:
@@ -28,6 +28,7 @@
  */
 #include "ch_reports.h"
 #include "ch_sql.h"
+#include "mem.h"
 
 static const struct ch_col ch_mem_leaks_cols[] = {
 	{ "pid", "PID", 'u' },

@@ -1,61 +1,16 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * The reports across ranks as SQL (ch_reports.h): ranks, nccl_rank_sum and rank_waits, in
- * what ClickHouse 18.16 runs as current releases do (ch_reports.c says what it lacks). Each
- * follows its report's rules (ranks_report.c, nccl_rank_report.c with nccl_straggle.c and
- * nccl_coll.c, rank_waits_report.c); docs/CLICKHOUSE.md says where they cannot.
+ * nccl_rank_sum as SQL (nccl_rank_report.c with nccl_straggle.c and nccl_coll.c; nccl_sql.c's
+ * list): each rank process's time in collectives and the waits it made, in what ClickHouse
+ * 18.16 runs as current releases do; docs/CLICKHOUSE.md says where it cannot equal stats.
  *
  * The SQL is laid out a clause a line, by hand: clang-format would cut its strings anywhere.
  */
 #include "ch_reports.h"
-#include "ch_schema.h"
 #include "ch_sql.h"
+#include "nccl.h"
 
 /* clang-format off */
-
-#define CH_ARG_U(k) "visitParamExtractUInt(args, '" k "')"
-#define CH_ARG_S(k) "visitParamExtractInt(args, '" k "')"
-/* A merged file's process or thread id as its reports show it: with its rank namespace. */
-#define CH_RANK_NS_ID(id) "bitOr(bitShiftLeft(ns, 22), " id ")"
-/* Each shipped file's rank namespaces, by the rank file its rows are labelled with. */
-#define CH_RANK_NS \
-	"SELECT file_id, file, max(" CH_ARG_U("ns") ") AS ns " \
-	"FROM " CH_DB ".events WHERE {J} AND kind = 'thread_names' GROUP BY file_id, file"
-
-/* ranks_report.c: a merged file's RANK records (`rank` rows), in the file's order. */
-static const struct ch_col ch_ranks_cols[] = {
-	{ "ns", "NS", 'u' },
-	{ "rank", "Rank", 's' },
-	{ "nranks", "NRanks", 's' },
-	{ "pid", "PID", 'u' },
-	{ "host", "Host", 't' },
-	{ "aligned_by", "Aligned By", 't' },
-	{ "offset_ns", "Clock Offset (ns)", 's' },
-	{ "offset_err_ns", "+- (ns)", 'u' },
-	{ "drift_ppb", "Drift (ppb)", 's' },
-	{ "points", "Collectives Used", 'u' },
-	{ "residual_rms_ns", "Residual RMS (ns)", 'u' },
-	{ "residual_max_ns", "Residual Max (ns)", 'u' },
-	{ "file", "File", 't' },
-	{},
-};
-
-const struct ch_report ch_ranks = {
-	.name = "ranks",
-	.cols = ch_ranks_cols,
-	.sql = "SELECT " CH_ARG_U("ns") ", "
-	       "if(" CH_ARG_S("rank") " >= 0, " CH_ARG_S("rank") ", NULL), "
-	       "if(" CH_ARG_S("nranks") " >= 0, " CH_ARG_S("nranks") ", NULL), "
-	       CH_ARG_U("pid") ", "
-	       "if(position(args, '\"host\":') > 0, visitParamExtractString(args, 'host'), NULL), "
-	       "visitParamExtractString(args, 'aligned_by'), "
-	       CH_ARG_S("offset_ns") ", " CH_ARG_U("offset_err_ns") ", " CH_ARG_S("drift_ppb") ", "
-	       CH_ARG_U("points") ", " CH_ARG_U("residual_rms_ns") ", "
-	       CH_ARG_U("residual_max_ns") ", "
-	       "file "
-	       "FROM " CH_DB ".events WHERE {W} AND kind = 'rank' "
-	       "ORDER BY file_id, " CH_ARG_U("index") " FORMAT TabSeparated",
-};
 
 /*
  * nccl_coll.h's collectives: each collective call that ended (not in flight), its entry and
@@ -182,97 +137,6 @@ const struct ch_report ch_nccl_rank_sum = {
 	       "ANY LEFT JOIN (" CH_RANK_LABELS ") AS jk4 USING file_id, file, pid) "
 	       "ORDER BY rank_v, fpid FORMAT TabSeparated",
 	.needs = "nccl_api", /* the collectives' processes: none without a call */
-};
-
-/*
- * rank_waits_report.c: each rank of the job (a process snapshot's RANK, else LOCAL_RANK: the
- * end's, else the start's, else a trigger's), its main thread's off-CPU time with a stack,
- * split by its `stack` row's call (an NCCL function, torch.distributed's: in a collective)
- * and line of the job's code (`own`, shipped with the stack); the largest elsewhere by stack,
- * as the report keys it; its life within the recording (its fork, its exit, the window).
- */
-#define CH_WAIT_ROWS \
-	"SELECT file_id, file, pid, sid, call, " \
-	       "substring(call, 1, 4) = 'nccl' OR substring(call, 1, 17) = 'torch.distributed' " \
-	       "AS coll, sum(dur) AS t, count() AS n, min(seq) AS mseq, any(own) AS sown " \
-	"FROM (SELECT file_id, file, pid, seq, dur, " CH_ARG_U("stack_id") " AS sid " \
-	      "FROM " CH_DB ".events WHERE {W} AND kind = 'offcpu' AND pid = tid " \
-	      "AND position(args, '\"stack_id\":') > 0) AS lhs " \
-	"ANY LEFT JOIN (" \
-		"SELECT file_id, " CH_ARG_U("stack_id") " AS sid, " \
-		       "visitParamExtractString(args, 'call') AS call, " \
-		       "visitParamExtractString(args, 'own') AS own " \
-		"FROM " CH_DB ".events " \
-		"WHERE {J} AND kind = 'stack' AND " CH_ARG_U("kernel") " = 0) AS jk5 " \
-	"USING file_id, sid GROUP BY file_id, file, pid, sid, call"
-#define CH_WAITS \
-	"SELECT file_id, file, pid, sumIf(n, coll) AS waits, sumIf(t, coll) AS wait_ns, " \
-	       "argMinIf(call, mseq, coll) AS call1, argMinIf(sown, mseq, coll) AS at1, " \
-	       "maxIf(t, NOT coll AND sown != '') AS else_ns, " \
-	       "argMaxIf(sown, t, NOT coll AND sown != '') AS else_at " \
-	"FROM (" CH_WAIT_ROWS ") GROUP BY file_id, file, pid"
-#define CH_RANK_OF \
-	"if(position(args, '\"rank\":') > 0, " CH_ARG_S("rank") ", " \
-	   "if(position(args, '\"local_rank\":') > 0, " CH_ARG_S("local_rank") ", -1))"
-#define CH_EDGE "visitParamExtractString(args, 'edge')"
-#define CH_SNAP_RANKS \
-	"SELECT file_id, file, pid, argMin(rk, pri) AS rank " \
-	"FROM (SELECT file_id, file, pid, " CH_RANK_OF " AS rk, " \
-		     "bitOr(bitShiftLeft(toUInt64(multiIf(" CH_EDGE " = 'end', 0, " \
-		     CH_EDGE " = 'start', 1, 2)), 40), seq) AS pri " \
-	      "FROM " CH_DB ".events WHERE {W} AND kind = 'process_state') " \
-	"WHERE rk >= 0 GROUP BY file_id, file, pid"
-/* A main thread's fork and exit (a merged file's child ids with their rank namespace). */
-#define CH_MAIN_LIVES \
-	"SELECT file_id, file, xpid AS pid, has_born, born, has_died, died FROM (" \
-		"SELECT file_id, file, " \
-		       "if(kind = 'fork', " \
-			  "toUInt32(bitAnd(" CH_ARG_U("child_pid") ", 4194303)), pid) " \
-		       "AS xpid, countIf(kind = 'fork') > 0 AS has_born, " \
-		       "argMaxIf(ts, seq, kind = 'fork') AS born, " \
-		       "countIf(kind = 'exit') > 0 AS has_died, " \
-		       "argMaxIf(ts, seq, kind = 'exit') AS died " \
-		"FROM " CH_DB ".events " \
-		"WHERE {J} AND ((kind = 'fork' AND " CH_ARG_U("child_pid") " = " \
-		      CH_ARG_U("child_tid") ") OR (kind = 'exit' AND pid = tid)) " \
-		"GROUP BY file_id, file, xpid)"
-#define CH_WINDOW \
-	"SELECT file_id, ts AS wstart, " \
-	       "if(position(args, '\"end_ts\":') > 0, " CH_ARG_S("end_ts") ", 0) AS wend " \
-	"FROM " CH_DB ".events WHERE {J} AND kind = 'trace_window'"
-
-static const struct ch_col ch_rank_waits_cols[] = {
-	{ "rank", "Rank", 's' },
-	{ "pid", "PID", 'u' },
-	{ "waits", "Waits", 'u' },
-	{ "wait_ns", "In Collectives", 'u' },
-	{ "life_ns", "Of Its Time", 'u' },
-	{ "wait_pct", "Wait (%)", 'd' },
-	{ "collective", "Collective", 't' },
-	{ "at", "At", 't' },
-	{ "elsewhere_ns", "Blocked Elsewhere", 'u' },
-	{ "elsewhere_at", "Most At", 't' },
-	{},
-};
-
-const struct ch_report ch_rank_waits = {
-	.name = "rank_waits",
-	.cols = ch_rank_waits_cols,
-	.sql = "SELECT rank, fpid, waits, wait_ns, if(life > 0, life, NULL), "
-	       "if(life > 0, wait_ns * 100 / life, NULL), if(call1 != '', call1, NULL), "
-	       "if(call1 != '' AND at1 != '', at1, NULL), else_ns, "
-	       "if(else_at != '', else_at, NULL) "
-	       "FROM (SELECT *, " CH_RANK_NS_ID("pid") " AS fpid, "
-		     "if(has_born AND born > wstart, born, wstart) AS b, "
-		     "if(has_died AND died != 0, died, wend) AS e, "
-		     "toUInt64(if(e > b, e - b, 0)) AS life "
-	       "FROM (SELECT * FROM (SELECT * FROM (SELECT * FROM (" CH_SNAP_RANKS ") AS lhs "
-				"ANY LEFT JOIN (" CH_WAITS ") AS jk6 USING file_id, file, pid) AS lhs "
-				    "ANY LEFT JOIN (" CH_MAIN_LIVES ") AS jk7 USING file_id, file, pid) AS lhs "
-		     "ANY LEFT JOIN (" CH_WINDOW ") AS jk8 USING file_id) AS lhs "
-	       "ANY LEFT JOIN (" CH_RANK_NS ") AS jk9 USING file_id, file) "
-	       "ORDER BY rank, fpid FORMAT TabSeparated",
-	.needs = "process_state", /* the ranks its process snapshots say */
 };
 
 /* clang-format on */
