@@ -18,13 +18,16 @@ the answer, chunked request bodies, settings passed as URL parameters, the serve
 config (ports, paths, profiles). Those are 18.16's tests only (test_clickhouse.py says which).
 
 Run as a program: chdb_server.py LIBCHDB DATA_DIR HOST PORT; it prints "ready" once it
-listens."""
+listens, and dies with the process that started it (PR_SET_PDEATHSIG)."""
 import ctypes
 import http.server
+import json
 import os
 import re
-import tempfile
+import resource
+import socket
 import sys
+import tempfile
 import threading
 import urllib.parse
 
@@ -60,6 +63,7 @@ class Engine:
     def run(self, sql):
         """(error text or None, answer bytes) of SQL (bytes)."""
         with self.lock:
+            c0 = cpu() if LOG else 0
             r = self.c.chdb_query_n(self.conn, sql, len(sql), DEFAULT_FORMAT,
                                     len(DEFAULT_FORMAT))
             try:
@@ -68,6 +72,10 @@ class Engine:
                 out = ctypes.string_at(buf, self.c.chdb_result_length(r)) if buf else b""
             finally:
                 self.c.chdb_destroy_query_result(r)
+            if LOG:
+                with open(LOG, "a") as f:
+                    f.write(json.dumps({"cpu": round(cpu() - c0, 3), "sql": re.sub(
+                        r"\s+", " ", sql[:300].decode(errors="replace"))}) + "\n")
         return (err.decode(errors="replace") if err else None), out
 
     def run_with_data(self, sql, data):
@@ -86,6 +94,16 @@ class Engine:
                             sql[m.start():])
         finally:
             os.unlink(path)
+
+
+# BPFSIGHT_CHDB_QUERY_LOG=FILE: a JSON line per statement, the engine's CPU seconds and the
+# statement's start (as BPFSIGHT_CH_QUERY_LOG does for 18.16: clickhouse_cpu_log.py).
+LOG = os.environ.get("BPFSIGHT_CHDB_QUERY_LOG")
+
+
+def cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
 
 
 # An INSERT's trailing FORMAT clause, where its data's source goes before.
@@ -132,12 +150,22 @@ def handler(engine):
     return Handler
 
 
+def die_with_parent():
+    """SIGKILL when the process that started this one dies (PR_SET_PDEATHSIG): a test's
+    server never outlives it, even when its job is killed before its cleanup runs."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG, SIGKILL
+    if os.getppid() == 1:  # it died already, before the call
+        os._exit(1)
+
+
 def main():
+    die_with_parent()
     lib, data_dir, host, port = sys.argv[1:5]
     engine = Engine(lib, data_dir)
     cls = http.server.ThreadingHTTPServer
     if ":" in host:
-        cls = type("Server6", (cls,), {"address_family": __import__("socket").AF_INET6})
+        cls = type("Server6", (cls,), {"address_family": socket.AF_INET6})
     server = cls((host, int(port)), handler(engine))
     print("ready", flush=True)
     server.serve_forever()
