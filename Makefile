@@ -111,7 +111,8 @@ all: $(OUT)/bpfsight man
 
 help:
 	@echo 'make            build build/bpfsight'
-	@echo 'make deps       install the Debian packages the build and tests need (and CPython 3.14 from sid)'
+	@echo 'make deps       install the Debian packages the build and tests need (and CPython 3.14, 3.15 from sid,'
+	@echo '                chDB 26.7 from npm: a 178 MB download, 566 MB in /opt/chdb)'
 	@echo 'make demo       build, record the bundled demo workload, print its stats'
 	@echo 'make report-png docs/report.png: the report page of a real trace in headless chromium'
 	@echo '                (TRACE=../shared/traces/gpt2-gil-bound.bst)'
@@ -139,8 +140,8 @@ help:
 	@echo '                packages (6.1, 6.12), booted in QEMU (KERNELS=6.1 FAMILIES=osrt,sched)'
 	@echo 'make check-torch-versions  the torch family on every torch release Debian packages'
 	@echo '                (1.13, 2.6, sid'"'"'s), chrooted roots of their packages (SUITES=trixie)'
-	@echo 'make check-pyfunc-versions  --python-functions on every CPython here (3.8-3.14)'
-	@echo 'make check-python-versions  Python stacks on every CPython here (make check: five)'
+	@echo 'make check-pyfunc-versions  --python-functions on every CPython here (3.8-3.15)'
+	@echo 'make check-python-versions  Python stacks and the GIL on every CPython here (make check: five)'
 	@echo 'V=1             show full commands'
 
 DEPS_PKGS := clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libzstd-dev \
@@ -149,8 +150,13 @@ DEPS_PKGS := clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libzstd-dev \
 	     libcap2-bin dpkg-dev debhelper lintian debootstrap zsh groff-base chromium \
 	     golang-go prometheus qemu-system-x86 busybox-static cpio musl-tools patchelf \
 	     python3-memory-profiler gdb linux-perf python3-dask valgrind
-# CPython 3.14 from Debian unstable, for the stack and GIL tests (tests/tools/install_sid_cpython.sh).
+# CPython 3.14 and 3.15 from Debian unstable, each release and debug build, for the stack, GIL
+# and pyfunc tests (tests/tools/install_sid_cpython.sh): make check reads the newest.
 SID_CPYTHON := /opt/cpython
+SID_VERSIONS := 3.14 3.15
+# ClickHouse 26.7 embedded (chDB's libchdb.so, npm, pinned and checked): the ClickHouse tests'
+# current release beside Debian's 18.16 (tests/tools/install_chdb.sh, docs/CLICKHOUSE.md).
+CHDB_DIR := /opt/chdb
 deps:
 	$(Q)missing=$$(for p in $(DEPS_PKGS); do \
 		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' \
@@ -160,11 +166,16 @@ deps:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
 			apt-get install -y -qq --no-install-recommends $$missing; \
 	else echo "deps: all installed"; fi
-	$(Q)if $(SID_CPYTHON)/3.14/bin/python3.14 -c 'import ctypes' 2>/dev/null && \
-		$(SID_CPYTHON)/3.14d/bin/python3.14 -c 'import ctypes' 2>/dev/null; then \
-		echo "deps: CPython 3.14 in $(SID_CPYTHON)"; \
-	else bash tests/tools/install_sid_cpython.sh 3.14 $(SID_CPYTHON) || \
-		echo "deps: CPython 3.14 not installed: the tests that want it say so"; fi
+	$(Q)for v in $(SID_VERSIONS); do \
+		if $(SID_CPYTHON)/$$v/bin/python$$v -c 'import ctypes' 2>/dev/null && \
+			$(SID_CPYTHON)/$${v}d/bin/python$$v -c 'import ctypes' 2>/dev/null; then \
+			echo "deps: CPython $$v in $(SID_CPYTHON)"; \
+		else bash tests/tools/install_sid_cpython.sh $$v $(SID_CPYTHON) || \
+			echo "deps: CPython $$v not installed: the tests that want it say so"; fi; \
+	done
+	$(Q)command -v npm >/dev/null || { apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends npm; }
+	$(Q)bash tests/tools/install_chdb.sh $(CHDB_DIR)
 
 # Every C source and header git tracks (vmlinux.h is generated), as make check's test_format
 # checks them.
@@ -575,18 +586,21 @@ test-fuzzers: $(FUZZERS)
 check-unwind-tables: $(OUT)/tests/unwind_dump
 	$(Q)$(PYTHON) tests/tools/unwind_sweep.py --build $(OUT)
 
-# The pyfunc family on every interpreter here (pyenv's 3.8-3.13, Debian's 3.11 and 3.14), both
+# The pyfunc family on every interpreter here (pyenv's 3.8-3.13, Debian's 3.11, 3.14 and 3.15), both
 # mechanisms, calls, -p --inject, launch mode from the first call and calls running at the attach
 # (tests/e2e/test_pyfunc.py, test_pyfunc_first.py): about 3 min; make check runs two to four.
 check-pyfunc-versions: test-build
 	$(Q)BPFSIGHT_PYFUNC_ALL_VERSIONS=1 $(PYTHON) tests/run_tests.py --build $(OUT) --no-unit \
 		--no-fuzz -k test_pyfunc
 
-# Python stacks on every interpreter here (pyenv's 3.8-3.13, Debian's 3.11, /opt's 3.14 and its
-# debug build; tests/e2e/test_py_stacks.py): make check reads five of them.
+# Python stacks and the GIL on every interpreter here (pyenv's 3.8-3.13, Debian's 3.11, /opt's
+# 3.14 and 3.15 and their debug builds; tests/e2e/test_py_stacks.py, test_gil.py's matrix):
+# make check reads five of them for stacks, the newest of /opt's for the GIL.
 check-python-versions: test-build
 	$(Q)BPFSIGHT_PY_ALL_VERSIONS=1 $(PYTHON) tests/run_tests.py --build $(OUT) --no-unit \
 		--no-fuzz -k test_py_stacks
+	$(Q)BPFSIGHT_PY_ALL_VERSIONS=1 $(PYTHON) tests/run_tests.py --build $(OUT) --no-unit \
+		--no-fuzz -k test_gil_every_interpreter_here
 
 # Long runs that make check keeps short (tests/e2e/test_shim_churn.py: 10,000 processes).
 soak: test-build

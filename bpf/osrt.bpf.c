@@ -26,6 +26,7 @@ const volatile __u64 threshold_ns = 1000;
 /* --stacks=osrt: calls of at least this (and recorded) carry the caller's stack; ~0 = none. */
 const volatile __u64 osrt_stack_ns = ~0ull;
 /* --osrt-mode blocked: osrt_switch_btf runs instead of sys_enter/sys_exit's programs. */
+#define TASK_WAKING_STATE 0x200
 const volatile __u32 blocked_mode = 0;
 
 struct sys_start {
@@ -34,6 +35,7 @@ struct sys_start {
 	__u32 gen;     /* low bits of the thread's start time (bs_syscall_agg_key.gen) */
 	__u32 has_agg; /* task storage only: the thread has sys_agg keys (mark them on exit) */
 	__u32 _pad;
+	__u64 nvcsw; /* blocked mode: the kernel's count of its sleeps at the last one seen */
 };
 
 /* task -> the call in flight (tp_btf programs). */
@@ -240,7 +242,7 @@ int BPF_PROG(osrt_task_exit_btf, struct task_struct *p)
  * call that never sleeps is not seen; one that sleeps twice (a futex woken for nothing) is
  * two blocks. Writes no stack: the CPU's current task at a switch-in is the one leaving.
  */
-static __always_inline void block_begin(struct task_struct *prev)
+static __always_inline void block_begin(struct task_struct *prev, __u32 state)
 {
 	struct sys_start *st;
 	struct pt_regs *regs;
@@ -258,6 +260,23 @@ static __always_inline void block_begin(struct task_struct *prev)
 			return;
 		st->gen = (__u32)prev->start_time;
 	}
+	/*
+	 * Loss is never silent, even where the kernel calls no program (under load a switch now
+	 * and then reaches none: docs/USAGE.md, sched): a sleep begun while the last one's
+	 * switch-in is still pending, or more than one sleep since the last seen (nvcsw counts
+	 * this one already), is a sleep not timed.
+	 */
+	if (st->ts)
+		bs_count_loss(BS_LOSS_OSRT_MISSED);
+	if (st->nvcsw && prev->nvcsw > st->nvcsw + 1)
+		bs_count_losses(BS_LOSS_OSRT_MISSED, prev->nvcsw - st->nvcsw - 1);
+	st->nvcsw = prev->nvcsw;
+	st->ts = 0;
+	/* The task's own state (before 5.18) read after its waker set it: a sleep, not timed. */
+	if (state & TASK_WAKING_STATE)
+		bs_count_loss(BS_LOSS_OSRT_MISSED);
+	if (!(state & 3))
+		return; /* stopped, parked, exiting: counted by nvcsw, not a sleep */
 	regs = (struct pt_regs *)bpf_task_pt_regs(prev);
 	nr = regs ? BS_REGS_SYSCALL_CORE(regs) : -1;
 	if (nr < 0 || probes_own(nr))
@@ -280,14 +299,38 @@ static __always_inline void block_end(struct task_struct *next)
 		st->has_agg = 1;
 }
 
-/* prev_state is not read: kernels before 5.18 do not pass it (sched.bpf.c). */
-SEC("tp_btf/sched_switch")
-int BPF_PROG(osrt_switch_btf, bool preempt, struct task_struct *prev, struct task_struct *next)
+/*
+ * A switch the task made itself (not preempted: STATE not 0, the kernel counts it in nvcsw);
+ * a sleep when STATE has TASK_INTERRUPTIBLE or TASK_UNINTERRUPTIBLE (and their kin).
+ */
+static __always_inline void on_switch(bool preempt, struct task_struct *prev,
+				      struct task_struct *next, __u32 state)
 {
-	/* Asleep, not preempted: TASK_INTERRUPTIBLE or TASK_UNINTERRUPTIBLE (and their kin). */
-	if (!preempt && (task_state_now(prev) & 3))
-		block_begin(prev);
+	if (!preempt && state)
+		block_begin(prev, state);
 	block_end(next);
+}
+
+/*
+ * prev_state (5.18+, commit fa2c3254d7cf): the state __schedule blocked the task with. The
+ * task's own state read here may be TASK_WAKING already: a waker on another CPU (the timer
+ * of a 1 ms nanosleep, a futex wake) can set it between the task's dequeue and this
+ * tracepoint, and the block was then never seen (a few percent of a futex ping-pong's).
+ */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(osrt_switch_btf, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	on_switch(preempt, prev, next, prev_state);
+	return 0;
+}
+
+/* Before 5.18 the tracepoint has no prev_state (sched.bpf.c): the task's state, as it read. */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(osrt_switch_taskstate_btf, bool preempt, struct task_struct *prev,
+	     struct task_struct *next)
+{
+	on_switch(preempt, prev, next, task_state_now(prev));
 	return 0;
 }
 

@@ -11,6 +11,9 @@
 #define BS_REC_SYSCALL	   0x10 /* one system call at or above the threshold */
 #define BS_REC_SYSCALL_AGG 0x11 /* cumulative in-kernel aggregate per thread+syscall */
 
+/* --osrt-mode blocked: a sleep whose switch-out or switch-in no program saw (not timed). */
+#define BS_LOSS_OSRT_MISSED 0x10
+
 /*
  * x86-64's uretprobe(2) (Linux 6.11): the trampoline of every return probe calls it, ours
  * (cuda, nccl, gil) and other tracers'. It is the probes' cost, not the application's: osrt

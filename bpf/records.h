@@ -23,7 +23,8 @@
  *   0x00 the recording's own (below)   0x10 osrt    0x20 sched   0x30 cuda   0x40 nccl
  *   0x50 gil    0x60 the cupti-shim channel and gpu    0x70 nvtx    0x80 cpu    0x90 torch
  *   0xa0 bpfsight merge's (below; 0xa2 the unwind tables' use, stack_records.h; 0xa3-0xa4
- *        the hang trigger's snapshot, snap_records.h: the recording's own block is full;
+ *        the hang trigger's snapshot, snap_records.h; 0xa5 a python whose frames are not
+ *        read, stack_records.h: the recording's own block is full;
  *        0xa8-0xaf: gpumetrics' in files of format 3 and before)
  *   0xb0 mem    0xc0 cublas    0xd0 blas
  *   0xe0 cudnn
@@ -71,6 +72,7 @@
 #define BS_REC_SYNC_BASE 0xa1 /* the sequence a sync group starts at */
 /* 0xa2: the unwind tables' use (the recorder's, at its stop), see stack_records.h */
 /* 0xa3, 0xa4: the hang trigger's snapshot of the job's threads, see snap_records.h */
+/* 0xa5: a Python process whose frames are not read, see stack_records.h */
 
 /*
  * Loss causes: BS_REC_LOSS.cause (below BS_LOSS_MAX). The ones below 16 can happen to any

@@ -223,6 +223,24 @@ struct bs_unwind_usage {
 	__u64 cache_ns;	 /* time spent reading tables from the store */
 };
 
+/*
+ * A CPython process whose Python frames (and GIL holder's code, thread names) are not read: a
+ * version or build whose layout cannot be read (docs/STACKS.md, "Versions and builds"), written
+ * by the stack service once per process (hdr.pid) when it decides so. `info` and the verdict
+ * say it, so that native-only stacks are never silent. In merge's block (records.h).
+ */
+#define BS_REC_PY_UNREAD 0xa5
+
+struct bs_py_unread {
+	struct bs_hdr h;
+	__u32 py_version; /* PY_VERSION_HEX, 0 = unknown */
+	__u32 flags;	  /* BS_PY_UNREAD_* */
+	__u32 object_id;  /* bs_string: the ELF file holding the interpreter */
+	__u32 why_id;	  /* bs_string: what is missing */
+};
+
+#define BS_PY_UNREAD_FREE_THREADED 0x1 /* a free-threaded build (its debug offsets' flag) */
+
 BS_ASSERT_RECORD(bs_stack, 32);
 BS_ASSERT_RECORD(bs_stack_raw, 40);
 BS_ASSERT_RECORD(bs_stack_ref, 32);
@@ -232,5 +250,6 @@ BS_ASSERT_RECORD(bs_py_cfg, 104);
 BS_ASSERT_RECORD(bs_py_code_key, 16);
 BS_ASSERT_RECORD(bs_py_code_id, 16);
 BS_ASSERT_RECORD(bs_unwind_usage, 104);
+BS_ASSERT_RECORD(bs_py_unread, 40);
 
 #endif /* BPFSIGHT_STACK_RECORDS_H */

@@ -106,7 +106,7 @@ extern struct py_api py;
  * Find the API in this process: 0 when an initialized, usable interpreter is there; -ESRCH
  * when the process has no Python at all (yet: a wrapper such as sh, or a program that loads
  * libpython later); -ENOENT when it has one not initialized yet; another -errno with WHY when
- * refused for good (free-threaded, a version outside 3.8-3.14).
+ * refused for good (free-threaded, a version before 3.8).
  */
 int shim_pyfunc_api__find(char *why, size_t len);
 

@@ -175,6 +175,14 @@ void shim_pyfunc_seed__take(struct open_call *stack, uint32_t *depth, uint32_t m
 
 		if (s->ident != self || atomic_exchange(&s->taken, true))
 			continue;
+		/*
+		 * Already open in this stack: the session went on past a new install (a second
+		 * tracer joined it, or the poller never saw a detach between two recordings), and
+		 * the thread has had the call since an earlier one. Taken twice, its end would close
+		 * one and leave the other open: two calls in the file.
+		 */
+		if (at < *depth && stack[at].code == s->call.code)
+			continue;
 		if (*depth >= max) {
 			shim_core__add_dropped(1);
 			continue;

@@ -70,6 +70,14 @@ def tmpdir():
     return d
 
 
+def keep_tmpdir():
+    """A temporary directory kept past each test's cleanup, removed as the job's process
+    ends: where a module keeps what its tests share (a recording, once per job)."""
+    d = tempfile.mkdtemp(prefix="bpfsight-test-")
+    atexit.register(shutil.rmtree, d, True)
+    return d
+
+
 def need_root():
     if os.geteuid() != 0:
         raise Skip("needs root (BPF)")

@@ -28,9 +28,11 @@ WORK = os.path.join(HERE, "..", "workloads", "gil_work.py")
 TORCH = os.path.join(HERE, "..", "workloads", "gil_torch.py")
 PYENV = os.environ.get("PYENV_ROOT", "/root/.pyenv")
 # Other CPythons, one per folder (docs/STACKS.md): `make deps` installs Debian unstable's 3.14
-# (tests/tools/install_sid_cpython.sh) as /opt/cpython/3.14/bin/python3.14 (stripped) and
-# /opt/cpython/3.14d/bin/python3.14 (its debug build: symbols, frame pointers); a free-threaded
-# build would be /opt/cpython/3.14t/bin/python3.14t (none can be had here).
+# and 3.15 (tests/tools/install_sid_cpython.sh) as /opt/cpython/3.X/bin/python3.X (stripped)
+# and /opt/cpython/3.Xd/bin/python3.X (its debug build: symbols, frame pointers); a
+# free-threaded build would be /opt/cpython/3.Xt/bin/python3.Xt (none can be had here).
+# make check reads the newest minor's (3.15's, where 3.14's were); BPFSIGHT_PY_ALL_VERSIONS=1
+# (make check-python-versions) every one.
 OPT_CPYTHON = os.environ.get("BPFSIGHT_OPT_CPYTHON", "/opt/cpython")
 LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
 MS = 1_000_000
@@ -53,6 +55,28 @@ def opt_pythons(free_threaded=None):
         if m and os.access(p, os.X_OK) and free_threaded in (None, bool(m.group(2))):
             found.append((int(m.group(1)), p))
     return [p for _, p in sorted(found)]
+
+
+def opt_is_debug(py):
+    """A debug build under OPT_CPYTHON: its folder is 3.Xd (install_sid_cpython.sh's)."""
+    return os.path.basename(os.path.dirname(os.path.dirname(py))).endswith("d")
+
+
+def opt_newest(debug=False):
+    """The newest minor version's release build under OPT_CPYTHON (its debug build: DEBUG),
+    or None."""
+    found = [p for p in opt_pythons(free_threaded=False) if opt_is_debug(p) == debug]
+    return found[-1] if found else None
+
+
+def opt_matrix():
+    """The CPythons under OPT_CPYTHON a version matrix reads: every one with
+    BPFSIGHT_PY_ALL_VERSIONS=1, else the newest minor's builds (what make check reads)."""
+    found = opt_pythons(free_threaded=False)
+    if os.environ.get("BPFSIGHT_PY_ALL_VERSIONS") == "1" or not found:
+        return found
+    newest = re.search(r"python3\.(\d+)$", found[-1]).group(1)
+    return [p for p in found if re.search(r"python3\.(\d+)$", p).group(1) == newest]
 
 
 def libpython_of(py):
@@ -364,12 +388,11 @@ def test_gil_matches_bpftrace_take_gil_on_a_running_process():
 
 def test_gil_every_interpreter_here():
     """3.8 to 3.13 (pyenv, libpython3.X.so with symbols), Debian's stripped python3.X and the
-    CPythons under /opt/cpython with a GIL (Debian unstable's 3.14, stripped, and its debug
-    build: tests/tools/install_sid_cpython.sh): found, layout verified, holders known, the
-    same answer to the same workload."""
+    CPythons under /opt/cpython with a GIL (Debian unstable's 3.15, stripped, and its debug
+    build: tests/tools/install_sid_cpython.sh; 3.14's too with BPFSIGHT_PY_ALL_VERSIONS=1):
+    found, layout verified, holders known, the same answer to the same workload."""
     need_root()
-    pythons = ([pyenv_python(m) for m in range(8, 15)] + [debian_python()] +
-               opt_pythons(free_threaded=False))
+    pythons = [pyenv_python(m) for m in range(8, 15)] + [debian_python()] + opt_matrix()
     pythons = [p for p in pythons if p]
     if not pythons:
         raise Skip("no CPython interpreters found")

@@ -5,6 +5,7 @@ always-on commands (monitor, --flight-recorder) choosing it where nobody named o
 Ground truth is tests/workloads/syscalls.c: N getppid calls, which never sleep, and M
 nanosleep calls of 1 ms, each of which sleeps once (the hrtimer wakes it; nothing else does).
 """
+import json
 import os
 import re
 import signal
@@ -35,15 +36,22 @@ def blocks_of(text, m):
     return b
 
 
+def missed(path):
+    """The sleeps a trace counts as lost: their switch reached no program (osrt_missed)."""
+    return info(path)["lost_by_family"].get("osrt", {}).get("osrt_missed", 0)
+
+
 def sleeps_only(path, pid, m):
-    """The trace holds M nanosleep blocks (the workload's count of its sleeps) and no getppid;
-    osrt_sum says so."""
+    """The trace holds M nanosleep blocks (the workload's count of its sleeps), but for those
+    it counts as lost, and no getppid; osrt_sum says so."""
     osrt = stats(path, "osrt_sum")["osrt_sum"]
     ns = row(osrt, name="nanosleep")
-    if ns["count"] != m:  # once 9 of 10 in a full run: each block's start and time asleep
+    lost = missed(path)
+    if not ns["count"] <= m <= ns["count"] + lost:  # each block's start and time asleep
         got = [(e["ts"], e["dur"]) for e in dump(path)
                if e["kind"] == "syscall" and e["pid"] == pid and e["name"] == "nanosleep"]
-        eq(ns["count"], m, f"nanosleep blocks (as many as the workload's sleeps): {got}")
+        eq(ns["count"], m, f"nanosleep blocks (as many as the workload's sleeps, {lost} "
+           f"counted lost): {got}")
     # Asleep from the switch-out, which comes after the timer is armed: a loaded or emulated
     # machine delays it (0.2 ms of a 1 ms sleep under 6.1's TCG), so no lower bound but 0.
     check(0 < ns["min_ns"] and ns["max_ns"] < 1000 * MS * SLOWDOWN,
@@ -70,6 +78,32 @@ def test_blocked_mode_records_the_sleeps_not_the_calls():
         eq(e["args"].get("blocked"), True, f"flagged blocked: {e}")
         check("ret" not in e["args"], f"no return value seen: {e}")
     check("osrt_mode=blocked" in info(out)["options"], info(out)["options"])
+
+
+def test_blocked_mode_sees_a_block_whose_waker_came_first():
+    """20,000 futex waits, each woken by a thread that calls FUTEX_WAKE without pause: the
+    waker often sets the sleeper's state back before the context switch's tracepoint runs,
+    which then saw no sleep when it read the task's own state: blocks missed in silence
+    (15 to 785 of 20,000 on this machine under load; forced with
+    BPFSIGHT_FORCE_FALLBACKS=prev_state), as the nanosleeps of
+    test_always_on_commands_and_p_default_to_blocked under load (their 1 ms timer firing while
+    the vCPU that switches is held back). Read from the switch's prev_state (5.18+), the main
+    thread's futex blocks are its voluntary context switches over the waits, but for a few
+    whose switch no program saw (0 to 5 here: bpftrace's program on the tracepoint misses the
+    same ones), each counted as lost (osrt_missed), never silent: seen + lost covers every
+    sleep."""
+    need_root()
+    p, out = record([SYSCALLS, "--pingpong", "20000", "0", "0"], "-t", "osrt", "--osrt-mode",
+                    "blocked")
+    eq(p.returncode, 0, f"record exit ({p.stderr})")
+    pid = pid_of(p.stdout)
+    slept = int(re.search(r"^pingpong (\d+)", p.stdout, re.M).group(1))
+    osrt = json.loads(run([BPFSIGHT, "stats", out, "--format", "json", "-r", "osrt_sum",
+                           "--tid", str(pid)]).stdout)["reports"]["osrt_sum"]
+    seen = row(osrt, name="futex")["count"]
+    lost = missed(out)
+    check(seen <= slept <= seen + lost,
+          f"futex blocks: {seen} seen and {lost} counted lost of the waits' {slept} sleeps")
 
 
 def test_blocked_mode_attached_to_a_thread_already_asleep():
@@ -108,7 +142,14 @@ def test_always_on_commands_and_p_default_to_blocked():
     eq(w.wait(60), 0, "workload exit")
     m = blocks_of(w.stdout.read(), m)
     sel = f'bpfsight_syscall_blocks_total{{pid="{pid}",comm="syscalls",syscall="%s"}}'
-    wait_for(lambda: metric(mon.metrics(), sel % "nanosleep") == m, 20, f"nanosleep == {m}")
+    # Each sleep seen, or counted lost where its switch reached no program (osrt_missed).
+    lost = 'bpfsight_events_lost_total{family="osrt",cause="osrt_missed"}'
+
+    def seen_or_lost():
+        text = mon.metrics()
+        return (metric(text, sel % "nanosleep") or 0) + (metric(text, lost) or 0)
+
+    wait_for(lambda: seen_or_lost() == m, 20, f"nanosleep == {m}")
     text = mon.metrics()
     eq(metric(text, sel % "getppid"), None, "getppid never blocks")
     check("bpfsight_syscalls_total{" not in text, "no series of every call in blocked mode")

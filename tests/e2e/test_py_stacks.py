@@ -1,6 +1,7 @@
 """Python stacks of the cpu family: frames read by BPF from the interpreter of CPython 3.8 to
 3.13 (pyenv's, with symbols), Debian's stripped python3.11 and the CPythons under /opt/cpython
-(Debian unstable's 3.14, stripped, and its debug build, which has frame pointers: `make deps`),
+(Debian unstable's 3.14 and 3.15, stripped, and their debug builds, which have frame
+pointers: `make deps`; make check reads the newest's),
 named by the recorder from the code objects. Workload: tests/workloads/py_stacks.py, whose functions,
 lines and CPU split are known (it measures its split with time.thread_time)."""
 import ast
@@ -9,9 +10,10 @@ import os
 import re
 import shutil
 
-from helpers import (Recorder, Skip, alone, check, dump, eq, need_root, record, run, spawn, stats,
-                     wait_for)
-from test_gil import LIBC, OPT_CPYTHON, bpftrace_live, debian_python, opt_pythons, pyenv_python
+from helpers import (Recorder, Skip, alone, check, dump, eq, info, need_root, record, run, spawn,
+                     stats, wait_for)
+from test_gil import (LIBC, OPT_CPYTHON, bpftrace_live, debian_python, opt_matrix, opt_newest,
+                      pyenv_python)
 
 # For tests/run_tests.py: about how long these tests take on CI's machine (its order).
 SECONDS = 170
@@ -39,8 +41,9 @@ def body_lines(func):
 
 # make check-python-versions: every interpreter here in every matrix test. make check reads
 # one of each layout that differs (3.8's frame objects and co_lnotab, 3.10's co_linetable,
-# 3.11's interpreter frames and locations in Debian's stripped build, 3.13's, 3.14's) and
-# leaves out 3.9, pyenv's 3.11 and 3.12, to keep its time (tests/README.md).
+# 3.11's interpreter frames and locations in Debian's stripped build, 3.13's, and the newest
+# release's through its own _Py_DebugOffsets: 3.15's) and leaves out 3.9, pyenv's 3.11 and
+# 3.12, and 3.14, to keep its time (tests/README.md).
 ALL_VERSIONS = os.environ.get("BPFSIGHT_PY_ALL_VERSIONS") == "1"
 CHECK_PYENV = (8, 10, 13)
 
@@ -48,23 +51,25 @@ CHECK_PYENV = (8, 10, 13)
 def pythons(first=8):
     """pyenv's CPython 3.FIRST..3.13, Debian's stripped python3.11 and those under
     /opt/cpython with a GIL (when there are: test_built_cpythons_are_in_the_matrix says
-    when not); make check's subset of them unless BPFSIGHT_PY_ALL_VERSIONS=1."""
+    when not); make check's subset of them (the newest release build there) unless
+    BPFSIGHT_PY_ALL_VERSIONS=1."""
+    opt = opt_matrix() if ALL_VERSIONS else [opt_newest()]
     found = ([pyenv_python(m) for m in range(first, 14) if ALL_VERSIONS or m in CHECK_PYENV] +
-             [debian_python()] + opt_pythons(free_threaded=False)[:None if ALL_VERSIONS else 1])
+             [debian_python()] + opt)
     return [p for p in found
             if p and int(re.search(r"python3\.(\d+)$", p).group(1)) >= first]
 
 
 def test_built_cpythons_are_in_the_matrix():
-    """The CPythons under /opt/cpython (Debian unstable's 3.14 and its debug build, which
-    `make deps` installs) are read like the others: a sample of main() in inner_a or inner_b
-    names it at the top of its Python frames, outer below it. Skipped, saying so, where there
-    are none (make deps could not install them)."""
+    """The CPythons under /opt/cpython (Debian unstable's 3.15 and its debug build; 3.14's too
+    with BPFSIGHT_PY_ALL_VERSIONS=1: `make deps` installs both) are read like the others: a
+    sample of main() in inner_a or inner_b names it at the top of its Python frames, outer
+    below it. Skipped, saying so, where there are none (make deps could not install them)."""
     need_root()
-    pys = opt_pythons()
+    pys = opt_matrix()
     if not pys:
         raise Skip(f"no CPython under {OPT_CPYTHON} (tests/tools/install_sid_cpython.sh "
-                   f"installs 3.14): the matrix has pyenv's and Debian's only")
+                   f"installs 3.14 and 3.15): the matrix has pyenv's and Debian's only")
     for py in pys:
         pid, _, out = run_py(py, "split", "1")
         tops = [[f["func"] for f in py_frames(e)][:2] for e in in_main(samples(out, pid))]
@@ -187,7 +192,7 @@ def test_c_code_between_python_frames_is_shown_where_the_interpreter_has_frame_p
             check(cmain, f"{py}: neither a marker nor main() nor _start: {names}")
             i, j = names.index("key_spin"), names.index("callback")
             if i > cmain[-1]:
-                # No symbol names the eval loop (sid's stripped 3.14): the Python frames
+                # No symbol names the eval loop (sid's stripped 3.15): the Python frames
                 # follow the whole native stack (docs/STACKS.md, "Unwind tables").
                 whole.append(st)
                 continue
@@ -205,7 +210,7 @@ def test_c_code_between_python_frames_is_shown_where_the_interpreter_has_frame_p
             fp_seen.append(py)
     if not fp_seen:
         raise Skip("no interpreter here was built with frame pointers (tests/tools/"
-                   "install_sid_cpython.sh installs Debian's debug build of 3.14, which is); "
+                   "install_sid_cpython.sh installs Debian's debug builds, which are); "
                    "the others passed")
 
 
@@ -301,8 +306,7 @@ def test_system_wide_names_the_frames_of_every_python():
     newest under /opt/cpython, or 3.12) are all found and read: most of each one's samples
     name inner_a or inner_b over outer, as when each is recorded alone."""
     need_root()
-    pys = [p for p in (pyenv_python(12), debian_python(), (opt_pythons(False) or [None])[0])
-           if p]
+    pys = [p for p in (pyenv_python(12), debian_python(), opt_newest()) if p]
     check(len(pys) >= 2, f"interpreters {pys}")
     ws, pids = [], []
     for py in pys:
@@ -358,7 +362,7 @@ def test_a_sample_in_a_uprobe_single_step_says_so():
 
 def test_an_interpreter_whose_frames_are_not_read_says_so():
     """CPython 3.7 (pyenv's): its samples have native frames only, and the recorder says once
-    why, naming the interpreter, even for two such processes."""
+    why, naming the interpreter, even for two such processes; `info` lists both."""
     need_root()
     py = pyenv_python(7)
     if not py:
@@ -368,10 +372,14 @@ def test_an_interpreter_whose_frames_are_not_read_says_so():
     p, out = record(["sh", "-c", f'"$0" -c "$1" & "$0" -c "$1"; wait', py, spin], "-t", "cpu",
                     "--sample-rate", str(RATE))
     eq(p.returncode, 0, f"record exit ({p.stderr[-400:]})")
-    said = [l for l in p.stderr.splitlines() if "its Python frames are not read" in l]
+    said = [l for l in p.stderr.splitlines()
+            if "its Python frames, GIL holder and thread names are not read" in l]
     eq(len(said), 1, f"said once: {p.stderr[-600:]}")
     check("libpython3.7m.so" in said[0] and "CPython 3.7:" in said[0] and
           "before 3.8" in said[0], f"why: {said[0]}")
+    rows = info(out)["python_unread"]
+    eq([(r["version"], r["why"]) for r in rows],
+       [("3.7", "CPython before 3.8 is not supported")] * 2, "info: each process")
     evs = [e for e in dump(out) if e["kind"] == "cpu_sample" and e.get("stack")]
     check(len(evs) >= 200, f"{len(evs)} samples with stacks")
     eq([e for e in evs if py_frames(e)], [], "Python frames")

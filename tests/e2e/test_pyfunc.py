@@ -9,7 +9,7 @@ a whole time slice in one of them). Plain
 functions, a method, a function of another module, recursion, a generator, an async function,
 an exception unwinding through two named functions, three threads, and a function defined
 after the hooks went in. make check runs one interpreter of each mechanism and each build
-(sys.monitoring: pyenv's 3.12 and Debian's 3.14; the frame-evaluation hook: pyenv's 3.10 and
+(sys.monitoring: pyenv's 3.12 and Debian's 3.15, the newest; the frame-evaluation hook: pyenv's 3.10 and
 Debian's stripped /usr/bin/python3.11; the C profile function, on 3.10, where the job holds
 the frame-evaluation slot as torch.compile does); `make check-pyfunc-versions` runs every one.
 
@@ -35,6 +35,7 @@ import time
 import pymods
 from helpers import (BPFSIGHT, Recorder, Skip, check, dump, eq, need_root, row, run, spawn, stats,
                      tell, tmpdir, wait_for)
+from test_gil import OPT_CPYTHON, opt_newest
 
 # For tests/run_tests.py: about how long these tests take on CI's machine (its order).
 SECONDS = 30
@@ -56,12 +57,29 @@ def pyenv(minor):
 
 
 def interpreter(which):
-    path = {"debian3.11": "/usr/bin/python3.11",
-            "debian3.14": "/opt/cpython/3.14/bin/python3.14"}.get(which)
-    path = path or pyenv(int(which.split(".")[1]))
+    """pyenv's "3.X", Debian's stripped "debian3.11", and those under /opt/cpython
+    (tests/tools/install_sid_cpython.sh): Debian unstable's "debian3.X" and its debug build
+    "debian3.Xd"."""
+    if which == "debian3.11":
+        path = "/usr/bin/python3.11"
+    elif which.startswith("debian"):
+        v = which[len("debian"):]
+        path = os.path.join(OPT_CPYTHON, v, "bin", "python" + v.rstrip("d"))
+    else:
+        path = pyenv(int(which.split(".")[1]))
     if not path or not os.path.exists(path):
         raise Skip(f"no {which} interpreter here")
     return path
+
+
+def newest_debian():
+    """interpreter()'s name of the newest release build under /opt/cpython ("debian3.15"),
+    raising Skip where there is none."""
+    py = opt_newest()
+    if not py:
+        raise Skip(f"no CPython under {OPT_CPYTHON} (make deps installs Debian unstable's "
+                   f"3.14 and 3.15)")
+    return "debian" + os.path.basename(py)[len("python"):]
 
 
 def need_shim():
@@ -204,8 +222,10 @@ def test_pyfunc_calls_stripped_debian_311():
     check_calls("debian3.11")
 
 
-def test_pyfunc_calls_314():
-    check_calls("debian3.14")
+def test_pyfunc_calls_newest_release():
+    """Debian unstable's newest release here, stripped (3.15; 3.14's is make
+    check-pyfunc-versions')."""
+    check_calls(newest_debian())
 
 
 def test_pyfunc_pytorch_preset():
@@ -255,7 +275,7 @@ def test_pyfunc_calls_every_version():
     """make check-pyfunc-versions: every interpreter here, both mechanisms."""
     if not ALL:
         raise Skip("every interpreter: make check-pyfunc-versions")
-    for which in ("3.8", "3.9", "3.11", "3.13"):
+    for which in ("3.8", "3.9", "3.11", "3.13", "debian3.14", "debian3.14d", "debian3.15d"):
         check_calls(which)
 
 
@@ -370,7 +390,8 @@ def test_pyfunc_inject_twice_and_killed_profile_function():
 def test_pyfunc_inject_every_version():
     if not ALL:
         raise Skip("every interpreter: make check-pyfunc-versions")
-    for which in ("3.8", "3.9", "3.11", "3.12", "3.13", "debian3.11", "debian3.14"):
+    for which in ("3.8", "3.9", "3.11", "3.12", "3.13", "debian3.11", "debian3.14",
+                  "debian3.15", "debian3.15d"):
         check_injected(which)
 
 

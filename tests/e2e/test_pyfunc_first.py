@@ -7,7 +7,7 @@ exactly 1,000 calls of f inside the one call of main, whose span holds what main
 of itself; two threads it starts right after `import threading` (before 3.12, the profile
 function must be on them before the poller's next look) make every call of theirs. make check runs pyenv's 3.8, 3.10 (the C profile function), 3.12 and 3.13
 (sys.monitoring); `make check-pyfunc-versions` every interpreter here (3.9, 3.11 and Debian's
-stripped 3.11 and 3.14 too).
+stripped 3.11, 3.14 and 3.15 and 3.15's debug build too).
 
 A name never found (issue 54): the same recording names __main__:trian_step; the recorder's
 last lines, stats' pyfunc_not_found and info say why, with the name the job has.
@@ -16,7 +16,8 @@ A call already running when -p attaches (issue 54): tests/workloads/pyfunc/pyfun
 main() runs the whole job. It is in the file once per recording, marked began_before, from
 the moment tracing began (after the job's own clock says main began, before its first step)
 to its return, or to the recording's end when it outlives the recording ("open"); the step
-calls it makes meanwhile are exact.
+calls it makes meanwhile are exact (make check: Debian's 3.15 and pyenv's 3.10). A second
+recorder joining the session of a first one while main() runs gets it once too.
 """
 import collections
 import json
@@ -25,7 +26,7 @@ import re
 
 from helpers import (BPFSIGHT, Recorder, Skip, check, dump, eq, info, record, row, run, spawn,
                      stats, tell, wait_for)
-from test_pyfunc import ALL, interpreter, need_shim, readline
+from test_pyfunc import ALL, interpreter, need_shim, newest_debian, readline
 
 # For tests/run_tests.py: about how long these tests take on CI's machine (its order).
 SECONDS = 20
@@ -88,7 +89,7 @@ def test_pyfunc_launch_calls_at_once_every_version():
     """make check-pyfunc-versions: the other interpreters here."""
     if not ALL:
         raise Skip("every interpreter: make check-pyfunc-versions")
-    for which in ("3.9", "3.11", "debian3.11", "debian3.14"):
+    for which in ("3.9", "3.11", "debian3.11", "debian3.14", "debian3.15", "debian3.15d"):
         check_at_once(which)
 
 
@@ -149,12 +150,48 @@ def check_running(which, steps=(500, 300)):
 
 
 def test_pyfunc_call_running_at_attach():
-    check_running("3.12")
+    """The C profile function on 3.10; sys.monitoring on the newest release under
+    /opt/cpython (Debian's 3.15; pyenv's 3.12 is make check-pyfunc-versions' and
+    test_pyfunc_second_recorder_joins_a_call_running's)."""
     check_running("3.10", steps=(500,))
+    check_running(newest_debian())
+
+
+def test_pyfunc_second_recorder_joins_a_call_running():
+    """Recorder A attaches (-p) to a job whose main() runs, and the job makes 100 steps; B then
+    attaches too, joining A's session (the shim's poller sees no detach between them: the
+    same as a recording that follows another within one of its polls, which a loaded machine
+    makes likely), and the job makes 300 more steps and returns. Each file holds main() once,
+    returned, and its steps exactly: B's install found main() running again, which the job's
+    thread already had open since A's (taken twice, one of them was left open: two calls,
+    round 2 of test_pyfunc_call_running_at_attach under load)."""
+    need_shim()
+    p = spawn([interpreter("3.12"), os.path.join(HERE, "pyfunc_running.py")])
+    pid = readline(p)["pid"]
+    recs = []
+    try:
+        for n in (100, 300):
+            recs.append(attach(pid, "__main__:main,__main__:step"))
+            tell(p, f"run {n}")
+            readline(p)
+        tell(p, "quit")
+        readline(p)
+        for name, rec, steps in zip("AB", recs, (400, 300)):
+            eq(rec.wait(60), 0, f"{name}: record ({rec.stderr[-800:]})")
+            calls = calls_of(rec.out)
+            mains = [(e["args"]["end"], e["args"].get("began_before")) for e in calls
+                     if e["name"] == "__main__:main"]
+            eq(mains, [("return", True)], f"{name}: main() once, returned")
+            eq(sum(e["name"] == "__main__:step" for e in calls), steps, f"{name}: steps")
+    finally:
+        if p.poll() is None:
+            p.kill()
+        p.wait(30)
 
 
 def test_pyfunc_call_running_at_attach_every_version():
     if not ALL:
         raise Skip("every interpreter: make check-pyfunc-versions")
-    for which in ("3.8", "3.9", "3.11", "3.13", "debian3.11", "debian3.14"):
+    for which in ("3.8", "3.9", "3.11", "3.12", "3.13", "debian3.11", "debian3.14",
+                  "debian3.15d"):
         check_running(which)

@@ -11,7 +11,7 @@ import subprocess
 import threading
 
 from helpers import BPFSIGHT, Skip, check, eq, need_root, run, spawn, wait_for, workload
-from test_gil import debian_python, opt_pythons, pyenv_python
+from test_gil import debian_python, opt_newest, opt_pythons, pyenv_python
 from test_py_stacks import frame_pointers
 
 # For tests/run_tests.py: about how long these tests take on CI's machine (its order).
@@ -96,11 +96,11 @@ def python_frames(th):
 
 
 def pythons():
-    """pyenv's 3.9 and 3.12, Debian's stripped 3.11, and the newest of Debian's 3.14 (stripped,
-    /opt/cpython) or pyenv's 3.13: each way a version keeps what is read (thread states,
-    frames, the threading module's names) once; test_thread_names.py records others."""
-    newest = [p for p in opt_pythons(free_threaded=False) if not frame_pointers(p)][-1:]
-    found = [pyenv_python(9), debian_python(), pyenv_python(12)] + (newest or [pyenv_python(13)])
+    """pyenv's 3.9 and 3.12, Debian's stripped 3.11, and the newest of Debian's releases
+    (stripped, /opt/cpython: 3.15) or pyenv's 3.13: each way a version keeps what is read
+    (thread states, frames, the threading module's names) once; test_thread_names.py records
+    others."""
+    found = [pyenv_python(9), debian_python(), pyenv_python(12), opt_newest() or pyenv_python(13)]
     return [p for p in found if p]
 
 
@@ -169,10 +169,10 @@ def test_stacks_text_and_frame_options():
     """The text output names each thread, marks the holder and the idle ones, and shows
     spin() with its file and line; --no-native leaves the Python frames only, --native adds
     the interpreter's own frames (below the innermost Python frame too, where the interpreter
-    keeps frame pointers: Debian's 3.14 debug build), --active lists the running thread
-    alone."""
+    keeps frame pointers: Debian's 3.15 debug build, the newest), --active lists the running
+    thread alone."""
     need_root()
-    fp = [py for py in opt_pythons(free_threaded=False) if frame_pointers(py)]
+    fp = [py for py in opt_pythons(free_threaded=False) if frame_pointers(py)][-1:]
     py = (fp or [pyenv_python(12) or debian_python()])[0]
     if not py:
         raise Skip("no CPython here")

@@ -48,7 +48,7 @@ def test_thread_names_in_stats_dump_and_perfetto_and_renamed():
     renamed-1 while recording, has both THREAD_NAME records in that order and gil_sum's last
     name; the Perfetto export describes cpu-1's thread by both names."""
     need_root()
-    # (test_stacks_dump.py reads the names of 3.9 and 3.14 too: the same reads)
+    # (test_stacks_dump.py reads the names of 3.9 and 3.15 too: the same reads)
     pys = [p for p in (pyenv_python(12), debian_python()) if p]
     check(pys, "no CPython here")
     for i, py in enumerate(pys):

@@ -4,14 +4,14 @@
  * from the traced process's memory, so any bytes. Input: 4 bytes of first line, 8 of
  * instruction index/offset, then the table; all three decoders run on it, and each answer
  * must be 0 or a line no further than the table could move it from the first. The whole
- * input is also decoded as the start of _PyRuntime (_Py_DebugOffsets, user/python/gil_python.c),
+ * input is also decoded as the start of _PyRuntime (_Py_DebugOffsets, user/python/py_debug_offsets.c),
  * likewise read from the process: it must stay inside the bytes it is given.
  *   build/tests/fuzz_pylines -runs=100000 CORPUS tests/fuzz/seeds-pylines
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "gil_python.h"
+#include "py_debug_offsets.h"
 #include "py_stack.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -42,9 +42,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(t, data, size);
 	{
-		struct gil_debug_offsets o;
+		struct py_dbg o;
+		char why[160];
 
-		gil_debug_offsets__parse(t, size, &o); /* ASan and UBSan are the checks */
+		/* ASan and UBSan are the checks, and: a table read says where its fields are. */
+		if (!py_dbg__parse(t, size, &o, why, sizeof(why)) &&
+		    (!o.format || o.ts_next != 8 || o.fr_executable != 0 ||
+		     o.co_name != o.co_filename + 8))
+			abort();
 	}
 	free(t);
 	return 0;

@@ -15,10 +15,10 @@
 # /proc/PID/exe is the python, as a tracer sees any python; glibc's symbols (libc6-dbg) go in
 # sysroot/.debug, where its .gnu_debuglink leads. Nothing outside DEST is touched.
 #
-# Usage: install_sid_cpython.sh [3.X [DEST]]     (default 3.14 /opt/cpython)
+# Usage: install_sid_cpython.sh [3.X [DEST]]     (default 3.15 /opt/cpython; make deps: 3.14, 3.15)
 set -euo pipefail
 
-VER=${1:-3.14}
+VER=${1:-3.15}
 DEST=${2:-/opt/cpython}
 MIRROR=${SID_MIRROR:-http://deb.debian.org/debian}
 LIBS="libc6 libssl3t64 zlib1g libexpat1 libffi8 libzstd1 liblzma5 libbz2-1.0 libmpdec4 libuuid1"

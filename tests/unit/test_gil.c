@@ -1,10 +1,9 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * gil family, the parts that need no live interpreter: _Py_DebugOffsets decoding (3.13's
- * table as read from a real CPython 3.13.0, a 3.14-shaped one, a free-threaded one, and bad
- * input), and the gil_sum / gil_blocked_by arithmetic on a synthetic trace written with the
- * real trace writer and read back through stats__collect, checked against hand-computed
- * numbers. The live side is tests/e2e/test_gil.py.
+ * gil family, the parts that need no live interpreter (_Py_DebugOffsets decoding is
+ * test_py_debug_offsets.c's): the gil_sum / gil_blocked_by arithmetic on a synthetic trace
+ * written with the real trace writer and read back through stats__collect, checked against
+ * hand-computed numbers. The live side is tests/e2e/test_gil.py.
  */
 #include <errno.h>
 #include <math.h>
@@ -13,156 +12,10 @@
 #include "commands.h"
 #include "family.h"
 #include "gil.h"
-#include "gil_python.h"
 #include "stats.h"
 #include "table.h"
 #include "trace_writer.h"
 #include "unit.h"
-
-/* The first 48 words of _PyRuntime in CPython 3.13.0 (x86-64, pyenv build), word 0 = cookie. */
-static const __u64 py313[48] = {
-	0,	0x30d00f0, 0x0,	   0x452b8, 0x260, 0x278,  0x2f998, 0x1c68, 0x1c60, 0x1cb0,
-	0x1ce8, 0x1de8,	   0x1dd8, 0x1de0,  0x10,  0x1e48, 0x0,	    0x1e58, 0x1e50, 0x130,
-	0x0,	0x8,	   0x10,   0x48,    0x98,  0xa0,   0xe8,    0x20,   0x50,   0x8,
-	0x0,	0x38,	   0x48,   0x46,    0xd0,  0x70,   0x78,    0x80,   0x88,   0x44,
-	0x34,	0x60,	   0x68,   0xc8,    0x10,  0x8,	   0x1a0,   0x18,
-};
-
-/* The same of Debian unstable's CPython 3.14.10 (/usr/bin/python3.14, stripped). */
-static const __u64 py314[52] = {
-	0,	0x30e0af0, 0x0,	   0x4d4c8, 0x310, 0x328,  0x37248, 0x1c70, 0x1c68, 0x1cb0, 0x1cc0,
-	0x1cf0, 0x1e08,	   0x1df8, 0x1e00,  0x10,  0x1e68, 0x0,	    0x1e78, 0x1e70, 0x1f38, 0x0,
-	0x340,	0x0,	   0x8,	   0x10,    0x48,  0x98,   0xa0,    0xe8,   0x20,   0x58,   0x8,
-	0x0,	0x38,	   0x50,   0x4a,    0x40,  0x0,	   0xd8,    0x70,   0x78,   0x80,   0x88,
-	0x44,	0x34,	   0x60,   0x68,    0xd0,  0x0,	   0x10,    0x8,
-};
-
-static void put_cookie(__u64 *w)
-{
-	memcpy(w, "xdebugpy", 8);
-}
-
-static void test_debug_offsets_313(void)
-{
-	struct gil_debug_offsets o;
-	__u64 w[48];
-
-	memcpy(w, py313, sizeof(w));
-	put_cookie(w);
-	if (!ASSERT_EQ(gil_debug_offsets__parse(w, sizeof(w), &o), 0, "parse"))
-		return;
-	ASSERT_EQ(o.version, 0x30d00f0, "version 3.13.0 final");
-	ASSERT_EQ(o.free_threaded, 0, "not free-threaded");
-	ASSERT_EQ(o.interpreters_head, 0x278, "runtime.interpreters.head");
-	ASSERT_EQ(o.interp_next, 0x1c60, "interp.next");
-	ASSERT_EQ(o.threads_head, 0x1cb0, "interp.threads.head");
-	ASSERT_EQ(o.ceval_gil, 0x10, "interp.ceval.gil");
-	ASSERT_EQ(o.gil_runtime_state, 0x1e48, "interp._gil");
-	ASSERT_EQ(o.gil_locked, 0x1e58, "_gil.locked");
-	ASSERT_EQ(o.gil_holder, 0x1e50, "_gil.last_holder");
-	ASSERT_EQ(o.ts_interp, 0x10, "tstate.interp");
-	ASSERT_EQ(o.ts_thread_id, 0x98, "tstate.thread_id");
-	ASSERT_EQ(o.ts_native_thread_id, 0xa0, "tstate.native_thread_id");
-	/* What Python stacks read: the same as py_stack.c's table for 3.13. */
-	ASSERT_EQ(o.frames, 1, "frame and code tables found");
-	ASSERT_EQ(o.ts_current_frame, 0x48, "tstate.current_frame");
-	ASSERT_EQ(o.fr_previous, 8, "frame.previous");
-	ASSERT_EQ(o.fr_executable, 0, "frame.f_executable");
-	ASSERT_EQ(o.fr_instr_ptr, 0x38, "frame.instr_ptr");
-	ASSERT_EQ(o.fr_owner, 0x46, "frame.owner");
-	ASSERT_EQ(o.co_filename, 0x70, "code.co_filename");
-	ASSERT_EQ(o.co_name, 0x78, "code.co_name");
-	ASSERT_EQ(o.co_qualname, 0x80, "code.co_qualname");
-	ASSERT_EQ(o.co_linetable, 0x88, "code.co_linetable");
-	ASSERT_EQ(o.co_firstlineno, 0x44, "code.co_firstlineno");
-	ASSERT_EQ(o.co_code_adaptive, 0xc8, "code.co_code_adaptive");
-}
-
-/* 3.14: interpreter_state grew (threads_main, code_object_generation, tlbc_generation), so did
- * the frame's table (stackpointer, tlbc_index) and the code object's (co_tlbc). */
-static void test_debug_offsets_314(void)
-{
-	struct gil_debug_offsets o;
-	__u64 w[52];
-
-	memcpy(w, py314, sizeof(w));
-	put_cookie(w);
-	if (!ASSERT_EQ(gil_debug_offsets__parse(w, sizeof(w), &o), 0, "parse"))
-		return;
-	ASSERT_EQ(o.version, 0x30e0af0, "version 3.14.10 final");
-	ASSERT_EQ(o.threads_head, 0x1cb0, "interp.threads.head");
-	ASSERT_EQ(o.gil_runtime_state, 0x1e68, "interp._gil");
-	ASSERT_EQ(o.gil_locked, 0x1e78, "_gil.locked");
-	ASSERT_EQ(o.gil_holder, 0x1e70, "_gil.last_holder");
-	ASSERT_EQ(o.ts_native_thread_id, 0xa0, "tstate.native_thread_id");
-	ASSERT_EQ(o.frames, 1, "frame and code tables found");
-	ASSERT_EQ(o.ts_current_frame, 0x48, "tstate.current_frame");
-	ASSERT_EQ(o.fr_instr_ptr, 0x38, "frame.instr_ptr");
-	ASSERT_EQ(o.fr_owner, 0x4a, "frame.owner moved");
-	ASSERT_EQ(o.co_qualname, 0x80, "code.co_qualname");
-	ASSERT_EQ(o.co_firstlineno, 0x44, "code.co_firstlineno");
-	ASSERT_EQ(o.co_code_adaptive, 0xd0, "code.co_code_adaptive moved");
-	/* A frame table that is not the known shape: the GIL is still found, frames are not. */
-	w[33] = 0x10;
-	if (ASSERT_EQ(gil_debug_offsets__parse(w, sizeof(w), &o), 0, "parse"))
-		ASSERT_EQ(o.frames, 0, "f_executable not first: frames unknown");
-	memcpy(w, py314, sizeof(w));
-	put_cookie(w);
-	w[42] = 0x90; /* co_qualname no longer right after co_name */
-	if (ASSERT_EQ(gil_debug_offsets__parse(w, sizeof(w), &o), 0, "parse"))
-		ASSERT_EQ(o.frames, 0, "code table unknown: frames unknown");
-}
-
-/*
- * 3.14 inserted interpreter_state.threads_main before gc and appended code_object_generation
- * and tlbc_generation after the GIL fields; a free-threaded build has `int enabled` first in
- * the GIL struct, so locked and holder move by 8.
- */
-static void test_debug_offsets_314_free_threaded(void)
-{
-	struct gil_debug_offsets o;
-	__u64 w[48] = { 0 }, *i = w + 6, *t;
-
-	put_cookie(w);
-	w[1] = 0x30e00f0; /* 3.14.0 */
-	w[2] = 1;	  /* free-threaded */
-	w[5] = 0x290;	  /* interpreters_head */
-	/* size, id, next, threads_head, threads_main, gc, modules, sysdict, builtins */
-	i[0] = 0x30000, i[1] = 0x1d00, i[2] = 0x1cf8, i[3] = 0x1d40, i[4] = 0x1d48;
-	i[5] = 0x1e00, i[6] = 0x1f00, i[7] = 0x1f08, i[8] = 0x1f10;
-	/* ceval_gil, gil_runtime_state, enabled (offset inside the struct: 0), locked, holder */
-	i[9] = 0x10, i[10] = 0x2000, i[11] = 0, i[12] = 0x2000 + 24, i[13] = 0x2000 + 16;
-	i[14] = 0x2100, i[15] = 0x2108; /* code_object_generation, tlbc_generation */
-	t = i + 16;
-	t[0] = 0x160, t[1] = 0, t[2] = 8, t[3] = 0x10, t[4] = 0x48, t[5] = 0xa0, t[6] = 0xa8;
-	if (!ASSERT_EQ(gil_debug_offsets__parse(w, sizeof(w), &o), 0, "parse"))
-		return;
-	ASSERT_EQ(o.version, 0x30e00f0, "version");
-	ASSERT_EQ(o.free_threaded, 1, "free-threaded");
-	ASSERT_EQ(o.threads_head, 0x1d40, "threads_head");
-	ASSERT_EQ(o.gil_runtime_state, 0x2000, "_gil");
-	ASSERT_EQ(o.gil_locked, 0x2018, "locked after enabled");
-	ASSERT_EQ(o.gil_holder, 0x2010, "holder after enabled");
-	ASSERT_EQ(o.ts_native_thread_id, 0xa8, "native_thread_id");
-}
-
-static void test_debug_offsets_bad(void)
-{
-	struct gil_debug_offsets o;
-	__u64 w[48];
-
-	memcpy(w, py313, sizeof(w));
-	/* No cookie: not a table (3.12 and older start _PyRuntime differently). */
-	ASSERT_EQ(gil_debug_offsets__parse(w, sizeof(w), &o), -EINVAL, "no cookie");
-	put_cookie(w);
-	ASSERT_EQ(gil_debug_offsets__parse(w, 8 * 20, &o), -EINVAL, "truncated");
-	w[17] = 0x1e60; /* locked no longer 16 bytes after the GIL: layout unknown */
-	ASSERT_EQ(gil_debug_offsets__parse(w, sizeof(w), &o), -EINVAL, "unknown GIL layout");
-	memcpy(w, py313, sizeof(w));
-	put_cookie(w);
-	w[21] = 0x18; /* tstate.next not at 8: not a thread-state table */
-	ASSERT_EQ(gil_debug_offsets__parse(w, sizeof(w), &o), -EINVAL, "unknown tstate layout");
-}
 
 /* ---- reports ---- */
 
@@ -373,10 +226,6 @@ int main(void)
 		perror("mkdtemp");
 		return 1;
 	}
-	RUN_TEST(test_debug_offsets_313);
-	RUN_TEST(test_debug_offsets_314);
-	RUN_TEST(test_debug_offsets_314_free_threaded);
-	RUN_TEST(test_debug_offsets_bad);
 	RUN_TEST(test_gil_sum);
 	RUN_TEST(test_gil_full_and_decode);
 	rmdir(tmp_dir);

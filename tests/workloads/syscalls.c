@@ -23,8 +23,10 @@
  *                  sees calls by their sleeps, rightly does not see it.
  * Prints "pid P" (and "child C" with --fork) on stdout.
  */
+#include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +37,9 @@
 #include <sys/wait.h>
 
 static long n_getppid, n_sleep, sleep_us = 1000;
-static int blocks; /* --blocks */
+static int blocks;    /* --blocks */
+static long pingpong; /* --pingpong */
+static _Atomic int pp_word;
 
 static void calls(void)
 {
@@ -54,6 +58,29 @@ static void calls(void)
 		printf("blocks %ld\n", after.ru_nvcsw - before.ru_nvcsw);
 		fflush(stdout);
 	}
+}
+
+static void *waker(void *arg)
+{
+	(void)arg;
+	for (;;)
+		syscall(SYS_futex, &pp_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	return NULL;
+}
+
+static void ping_pong(void)
+{
+	struct rusage before, after;
+	pthread_t t;
+
+	if (pthread_create(&t, NULL, waker, NULL))
+		exit(4);
+	getrusage(RUSAGE_THREAD, &before);
+	for (long i = 0; i < pingpong; i++)
+		syscall(SYS_futex, &pp_word, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
+	getrusage(RUSAGE_THREAD, &after);
+	printf("pingpong %ld\n", after.ru_nvcsw - before.ru_nvcsw);
+	fflush(stdout);
 }
 
 static void *worker(void *arg)
@@ -134,6 +161,8 @@ int main(int argc, char **argv)
 			blocks = 1;
 		else if (!strcmp(argv[i], "--sched"))
 			sched = 1;
+		else if (!strcmp(argv[i], "--pingpong") && i + 1 < argc)
+			pingpong = atol(argv[++i]);
 		else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
 			threads = atol(argv[++i]);
 		else if (!strcmp(argv[i], "--exit") && i + 1 < argc)
@@ -141,7 +170,8 @@ int main(int argc, char **argv)
 		else {
 			fprintf(stderr,
 				"usage: syscalls [--wait-stdin] [--fork] [--threads T] "
-				"[--exit CODE] [--kill-self] [--sched] [--blocks] N_GETPPID N_NANOSLEEP "
+				"[--exit CODE] [--kill-self] [--sched] [--blocks] [--pingpong W] "
+				"N_GETPPID N_NANOSLEEP "
 				"[SLEEP_US]\n");
 			return 2;
 		}
@@ -183,6 +213,8 @@ int main(int argc, char **argv)
 	} else {
 		calls();
 	}
+	if (pingpong)
+		ping_pong();
 	if (kill_self)
 		kill(getpid(), SIGKILL);
 	return code;

@@ -44,7 +44,7 @@ static void stacks_usage(FILE *f)
 		"Usage: bpfsight stacks -p PID... | --all [--json] [--native | --no-native]\n"
 		"                    [--active] [--no-subprocesses] [--each]\n"
 		"       bpfsight stacks --from clickhouse://HOST:PORT/JOB [--host NAME] [--rank N]\n"
-		"                    [--file PATH] [--offcpu]\n"
+		"                    [--file PATH] [--offcpu] [-v]\n"
 		"\n"
 		"Every thread's stack of a running process now, Python and native, with its name,\n"
 		"state and the GIL's holder, like py-spy dump, without stopping the process; then\n"
@@ -72,6 +72,7 @@ static void stacks_usage(FILE *f)
 		"      --file PATH   --from: only the samples of the file shipped as PATH\n"
 		"      --offcpu      --from: the off-CPU time (us) by blocking stack instead, as\n"
 		"                    export --format folded-offcpu (--stacks=sched)\n"
+		"  -v, --verbose     --from: say which ClickHouse release the server runs\n"
 		"  -h, --help        this help\n"
 		"\n"
 		"By default a Python thread shows its Python frames and the native frames above the\n"
@@ -95,6 +96,7 @@ const struct option stacks_options[] = {
 	{ "rank", required_argument, NULL, 'R' },
 	{ "file", required_argument, NULL, 'L' },
 	{ "offcpu", no_argument, NULL, 'O' },
+	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{},
 };
@@ -133,6 +135,8 @@ static void print_text(const struct snap *s, const struct stacks_opts *o, int nt
 		       s->cmdline[0] ? s->cmdline
 		       : s->exe[0]   ? s->exe
 				     : buf);
+	if (s->python_unread[0])
+		printf("%s\n", s->python_unread);
 	if (s->python_minor)
 		printf("Python 3.%u; ", s->python_minor);
 	printf("%u threads, read in %.1f ms (%.1f ms in all) without stopping the process\n", s->n,
@@ -222,6 +226,7 @@ static void print_json(const struct snap *s, const struct stacks_opts *o)
 	} else {
 		json__kv_str(&j, "python", NULL);
 	}
+	json__kv_str(&j, "python_unread", s->python_unread[0] ? s->python_unread : NULL);
 	json__kv_u64(&j, "took_ns", s->took_ns);
 	json__kv_u64(&j, "read_at_ns", s->read_at);
 	json__kv_u64(&j, "read_ns", s->read_ns);
@@ -242,7 +247,7 @@ static int parse_args(int argc, char **argv, struct stacks_opts *o)
 	int c;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "p:jnNah", stacks_options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "p:jnNahv", stacks_options, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			errno = 0;
@@ -271,6 +276,9 @@ static int parse_args(int argc, char **argv, struct stacks_opts *o)
 			break;
 		case 'O':
 			o->offcpu = 1;
+			break;
+		case 'v':
+			o->from.verbose = 1;
 			break;
 		case 'R':
 			errno = 0;
@@ -321,8 +329,9 @@ static int parse_args(int argc, char **argv, struct stacks_opts *o)
 		pr_err("--from reads a server's samples: no -p or --all with it\n");
 		return -1;
 	}
-	if (!o->from.url && (o->from.host || o->from.file || o->from.rank != -2 || o->offcpu)) {
-		pr_err("--host, --rank, --file and --offcpu go with --from\n");
+	if (!o->from.url &&
+	    (o->from.host || o->from.file || o->from.rank != -2 || o->offcpu || o->from.verbose)) {
+		pr_err("--host, --rank, --file, --offcpu and -v go with --from\n");
 		return -1;
 	}
 	if (o->from.url)

@@ -400,6 +400,27 @@ fail:
  * right after, the thread pools without Python frames folded to a line each (unless
  * --native).
  */
+/*
+ * The job's pythons whose frames could not be read, each reason once with its pids: their
+ * threads fall among those without Python frames, never in silence.
+ */
+static void print_unread(const struct snap *s, const struct job *j, FILE *f)
+{
+	for (int a = 0; a < j->n; a++) {
+		const char *why = s[j->procs[a]].python_unread;
+		int seen = 0, k = 0;
+
+		for (int b = 0; b < a && why[0] && !seen; b++)
+			seen = !strcmp(s[j->procs[b]].python_unread, why);
+		if (!why[0] || seen)
+			continue;
+		for (int b = a; b < j->n; b++)
+			if (!strcmp(s[j->procs[b]].python_unread, why))
+				fprintf(f, "%s%d", k++ ? ", " : "pid ", s[j->procs[b]].pid);
+		fprintf(f, ": %s\n", why);
+	}
+}
+
 static void print_job(const struct snap *s, const struct job *j, const struct trace_model *m,
 		      enum native_mode mode, int active_only, int njobs, FILE *f)
 {
@@ -416,6 +437,7 @@ static void print_job(const struct snap *s, const struct job *j, const struct tr
 		"%d process%s, %d threads, grouped by what they run (their Python frames, the "
 		"call they are in)\n",
 		j->n, j->n == 1 ? "" : "es", nthreads);
+	print_unread(s, j, f);
 	/* A group most processes have is what the job does; the others are the odd ones out. */
 	for (int k = 0; k < ng; k++)
 		if (g[k].py || mode == NATIVE_ALL) {

@@ -5,7 +5,7 @@
  * record (the rows' span, the threads' names and lives, the events per kind) comes from
  * ch_verdict.h's answers; each input a family's rules read (struct family_verdict.reads) from
  * the report the server computes by that name (ch_reports.h: a table) or the rule's state
- * (ch_verdict.h: a table its LOAD reads). A family whose inputs are not all there is not
+ * (its family's input, ch_reports.h: a table its LOAD reads). A family whose inputs are not all there is not
  * judged, and the verdict says so.
  */
 #include <errno.h>
@@ -151,11 +151,13 @@ static int snaps(struct vfrom *q, struct trace_model *m)
 					      "state",	    "syscall", "syscall_nr", "flags",
 					      "off_cpu_ns", "cpu_ns",  "stack",	     "call",
 					      "where" };
+	/* the threads' snapshots: proc's input (its struct family.sql) */
+	const struct ch_report *snaps = ch_report__named("verdict_snaps");
 	struct table *t;
 
-	if (ch_verdict_snaps.needs && !has_kind(q, ch_verdict_snaps.needs))
+	if (!snaps || (snaps->needs && !has_kind(q, snaps->needs)))
 		return 0; /* no snapshot in the rows: nothing to observe, no query's cost */
-	if (!(t = ask(q, &ch_verdict_snaps, &err)))
+	if (!(t = ask(q, snaps, &err)))
 		return err;
 	for (int k = 0; k < 17; k++)
 		c[k] = table__col(t, keys[k]);
@@ -240,7 +242,7 @@ static int input(struct vfrom *q, struct verdict *v, const char *name)
 
 	if (verdict__table(v, name))
 		return 0; /* another family reads it too */
-	r = r ?: ch_verdict__state(name);
+	r = r ?: ch_report__named(name);
 	if (!r)
 		return 0; /* not computed there: the family is not judged (said) */
 	if (r->needs && !has_kind(q, r->needs)) {
@@ -264,7 +266,7 @@ static int computed(const char *name, size_t len)
 	char buf[64];
 
 	snprintf(buf, sizeof(buf), "%.*s", (int)len, name);
-	return ch_report__find(buf) || ch_verdict__state(buf);
+	return ch_report__named(buf) != NULL;
 }
 
 /*

@@ -41,7 +41,7 @@ static const struct py_layout layouts[] = {
 	{ 12, 459944, 76392 + 1040, 48, 72, 384, 136, 144 },
 };
 
-/* struct _gil_runtime_state, the same from 3.8 to 3.14 (after `int enabled` when free-threaded). */
+/* struct _gil_runtime_state, the same from 3.8 to 3.15 (after `int enabled` when free-threaded). */
 #define GIL_INTERVAL	 0
 #define GIL_HOLDER	 8
 #define GIL_LOCKED	 16
@@ -300,90 +300,6 @@ static __u64 main_interp(const struct mem *m, __u64 head, __u64 next_off)
 	return head;
 }
 
-/*
- * After the thread-state table (9 words from T in 3.13 and 3.14) come the frame's (size,
- * previous = 8, executable = 0, instr_ptr, localsplus, owner, and in 3.14 stackpointer and
- * tlbc_index) and the code object's (size, filename, name, qualname and linetable one word
- * apart, firstlineno, argcount, localsplusnames, localspluskinds, co_code_adaptive), found by
- * those relations; FRAMES stays 0 when they do not hold.
- */
-static void parse_frames(const __u64 *w, size_t nw, size_t t, struct gil_debug_offsets *o)
-{
-	size_t f = t + 9, c;
-
-	if (f + 6 > nw || w[f + 1] != 8 || w[f + 2] != 0 || w[f + 3] >= w[f] || w[f + 5] >= w[f])
-		return;
-	for (c = f + 6; c + 10 <= nw && c <= f + 12; c++) {
-		if (w[c + 2] != w[c + 1] + 8 || w[c + 3] != w[c + 2] + 8 ||
-		    w[c + 4] != w[c + 3] + 8 || w[c + 5] >= w[c] || w[c + 9] >= w[c] ||
-		    w[c + 9] <= w[c + 4])
-			continue;
-		o->ts_current_frame = w[t + 4];
-		o->fr_previous = w[f + 1];
-		o->fr_executable = w[f + 2];
-		o->fr_instr_ptr = w[f + 3];
-		o->fr_owner = w[f + 5];
-		o->co_filename = w[c + 1];
-		o->co_name = w[c + 2];
-		o->co_qualname = w[c + 3];
-		o->co_linetable = w[c + 4];
-		o->co_firstlineno = w[c + 5];
-		o->co_code_adaptive = w[c + 9];
-		o->frames = 1;
-		return;
-	}
-}
-
-int gil_debug_offsets__parse(const void *buf, size_t len, struct gil_debug_offsets *o)
-{
-	const __u64 *w = buf;
-	size_t nw = len / 8, i, j;
-	__u64 g;
-
-	memset(o, 0, sizeof(*o));
-	if (len < 8 * 40 || memcmp(buf, "xdebugpy", 8))
-		return -EINVAL;
-	/* cookie, version, free_threaded, runtime_state{size, finalizing, interpreters_head} */
-	o->version = w[1];
-	o->free_threaded = w[2];
-	o->interpreters_head = w[5];
-	o->interp_next = w[8];
-	/*
-	 * interpreter_state{size, id, next, threads_head, ...} grows between versions (3.14 added
-	 * threads_main before gc): find its GIL fields by their relations instead of by index:
-	 * ceval_gil, gil_runtime_state = G, gil_runtime_state_enabled (an offset inside the GIL
-	 * struct: 0), locked = G + 16, holder = G + 8 (+ 8 each when free-threaded).
-	 */
-	for (i = 10; i + 4 < nw && i < 40; i++) {
-		g = w[i + 1];
-		if (!g || w[i + 2] != 0 || w[i + 3] != g + GIL_LOCKED + 8 * !!o->free_threaded ||
-		    w[i + 4] != g + GIL_HOLDER + 8 * !!o->free_threaded)
-			continue;
-		o->ceval_gil = w[i];
-		o->gil_runtime_state = g;
-		o->gil_locked = w[i + 3];
-		o->gil_holder = w[i + 4];
-		o->threads_head = w[9]; /* size, id, next, threads_head: stable prefix */
-		/* ..., imports_modules, sysdict, builtins, ceval_gil in 3.13 and 3.14 */
-		o->imports_modules = w[i - 3];
-		break;
-	}
-	if (!o->gil_runtime_state)
-		return -EINVAL;
-	/* thread_state{size, prev = 0, next = 8, interp = 16, current_frame, thread_id, native} */
-	for (j = i + 5; j + 6 < nw && j < i + 16; j++) {
-		if (w[j + 1] != 0 || w[j + 2] != TS_NEXT || w[j + 3] != TS_INTERP)
-			continue;
-		o->ts_next = w[j + 2];
-		o->ts_interp = w[j + 3];
-		o->ts_thread_id = w[j + 5];
-		o->ts_native_thread_id = w[j + 6];
-		parse_frames(w, nw, j, o);
-		return 0;
-	}
-	return -EINVAL;
-}
-
 static const struct py_layout *layout_of(__u32 minor)
 {
 	for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++)
@@ -401,19 +317,26 @@ static void set_status(struct gil_py *py, enum gil_py_status s, const char *note
 /* 3.13+: everything from _Py_DebugOffsets and the live main interpreter. */
 static void inspect_debug_offsets(pid_t pid, const struct mem *m, struct gil_py *py)
 {
-	struct gil_debug_offsets o;
-	__u8 buf[8 * 64];
+	struct py_dbg o;
+	__u8 buf[PY_DBG_BYTES];
 	__u64 interp, gil, base;
-	int ft;
+	char why[160];
+	int ft, err;
 
-	if (mem_read(m, py->runtime, buf, sizeof(buf)) ||
-	    gil_debug_offsets__parse(buf, sizeof(buf), &o)) {
-		set_status(py, GIL_PY_UNSUPPORTED, "_Py_DebugOffsets not understood");
+	if (mem_read(m, py->runtime, buf, sizeof(buf))) {
+		set_status(py, GIL_PY_UNSUPPORTED, "_Py_DebugOffsets not readable");
 		return;
 	}
-	py->version = (__u32)o.version;
+	err = py_dbg__parse(buf, sizeof(buf), &o, why, sizeof(why));
+	py->version = o.version;
+	py->free_threaded = o.free_threaded;
+	if (err) {
+		set_status(py, GIL_PY_UNSUPPORTED,
+			   err == -ENOTSUP ? why : "its _Py_DebugOffsets are cut short");
+		return;
+	}
 	py->dbg = o;
-	py->free_threaded = ft = o.free_threaded != 0;
+	ft = o.free_threaded;
 	py->how = "debug_offsets";
 	interp = main_interp(m, mem_u64(m, py->runtime + o.interpreters_head), o.interp_next);
 	if (!interp) {
@@ -456,9 +379,8 @@ static void inspect_debug_offsets(pid_t pid, const struct mem *m, struct gil_py 
 	py->verified = 1;
 	py->interp = interp;
 	py->threads_head_off = (__u32)o.threads_head;
-	learn_tids(pid, m, py, interp, o.threads_head, (__u32)o.ts_thread_id,
-		   (__u32)o.ts_native_thread_id);
-	set_status(py, GIL_PY_READY, "");
+	learn_tids(pid, m, py, interp, o.threads_head, o.ts_thread_id, o.ts_native_thread_id);
+	set_status(py, GIL_PY_READY, py->holder_known ? "" : "holder threads unknown");
 }
 
 /* 3.8-3.12: the per-version table, checked live; a search when the check fails. */
@@ -542,7 +464,8 @@ int gil_python__inspect(pid_t pid, const struct gil_pyfile *pf, __u64 runtime, s
 	m.fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (m.fd < 0)
 		return -errno;
-	if (!mem_read(&m, py->runtime, cookie, sizeof(cookie)) && !memcmp(cookie, "xdebugpy", 8)) {
+	if (!mem_read(&m, py->runtime, cookie, sizeof(cookie)) &&
+	    !memcmp(cookie, PY_DBG_COOKIE, 8)) {
 		for (int i = 0; i < LOOK_TRIES; i++) {
 			inspect_debug_offsets(pid, &m, py);
 			if (!misread(py))
@@ -568,7 +491,10 @@ int gil_python__inspect(pid_t pid, const struct gil_pyfile *pf, __u64 runtime, s
 	else if (minor < 8)
 		set_status(py, GIL_PY_UNSUPPORTED, "CPython before 3.8 is not supported");
 	else if (minor >= 13)
-		set_status(py, GIL_PY_UNSUPPORTED, "CPython 3.13+ without _Py_DebugOffsets");
+		set_status(
+			py, GIL_PY_UNSUPPORTED,
+			"its _PyRuntime does not start with _Py_DebugOffsets (no \"" PY_DBG_COOKIE
+			"\" cookie)");
 	else
 		for (int i = 0; i < LOOK_TRIES; i++) {
 			inspect_layout(pid, &m, py, pf);

@@ -17,6 +17,7 @@
 #include <sys/types.h>
 #include <linux/types.h>
 #include "gil_records.h"
+#include "py_debug_offsets.h"
 
 enum gil_py_status {
 	GIL_PY_NOT_PYTHON = 0, /* no _PyRuntime in any mapped file */
@@ -40,32 +41,6 @@ struct gil_pyfile {
 /* 0 with PF filled when SYMS (of the file named SHOWN) define _PyRuntime, else -ENOENT. */
 int gil_pyfile__read(const struct elf_syms *syms, const char *shown, struct gil_pyfile *pf);
 
-/*
- * The _Py_DebugOffsets of 3.13+ (the start of _PyRuntime, LEN bytes of it), decoded into
- * what the GIL needs. Exposed for the unit test. 0, or -EINVAL when BUF is no such table.
- */
-struct gil_debug_offsets {
-	__u64 version;
-	__u64 free_threaded;
-	__u64 interpreters_head; /* runtime offsets */
-	__u64 interp_next;
-	__u64 ceval_gil; /* interpreter offsets */
-	__u64 gil_runtime_state;
-	__u64 gil_locked;
-	__u64 gil_holder;
-	__u64 threads_head;
-	__u64 imports_modules; /* sys.modules (what the threading module's names are read from) */
-	__u64 ts_next;	       /* thread-state offsets */
-	__u64 ts_interp;
-	__u64 ts_thread_id;
-	__u64 ts_native_thread_id;
-	/* What Python stacks read (py_stack.c): set when FRAMES is 1 (3.13, 3.14 shapes). */
-	int frames;
-	__u64 ts_current_frame;
-	__u64 fr_previous, fr_executable, fr_instr_ptr, fr_owner; /* _PyInterpreterFrame */
-	__u64 co_filename, co_name, co_qualname, co_linetable, co_firstlineno, co_code_adaptive;
-};
-
 struct gil_py {
 	enum gil_py_status status;
 	char object[PATH_MAX]; /* the ELF file with _PyRuntime, as /proc/PID/maps names it */
@@ -81,8 +56,8 @@ struct gil_py {
 	__u64 interp;		/* the main PyInterpreterState (verified), 0 = unknown */
 	__u32 threads_head_off; /* its threads.head: the list of its thread states */
 	struct bs_gil_cfg cfg;
-	struct gil_debug_offsets dbg; /* 3.13+ (how "debug_offsets"), else all 0 */
-	char note[192]; /* what is missing or why nothing is measured ("" when nothing) */
+	struct py_dbg dbg; /* 3.13+ (how "debug_offsets"), else all 0 */
+	char note[256];	   /* what is missing or why nothing is measured ("" when nothing) */
 };
 
 /*
@@ -98,7 +73,5 @@ int gil_python__inspect(pid_t pid, const struct gil_pyfile *pf, __u64 runtime, s
  * address order.
  */
 int gil_python__is_interpreter(const char *shown, const char *exe);
-
-int gil_debug_offsets__parse(const void *buf, size_t len, struct gil_debug_offsets *out);
 
 #endif /* BPFSIGHT_GIL_PYTHON_H */

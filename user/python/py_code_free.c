@@ -10,13 +10,13 @@
 #include <sys/stat.h>
 #include <bpf/libbpf.h>
 #include "py_code_free.h"
+#include "py_debug_offsets.h"
 #include "pycode.skel.h"
 #include "record_ctx.h"
 #include "uprobe_broker.h"
 #include "hmap.h"
 
-/* PyTypeObject (non-debug builds, 3.8-3.14): tp_name and tp_dealloc after PyVarObject. */
-#define TP_NAME	   24
+/* PyTypeObject (3.8 on, checked to 3.15): tp_dealloc after tp_name, basicsize, itemsize. */
 #define TP_DEALLOC 48
 
 struct py_code_free {
@@ -111,7 +111,7 @@ int py_code_free__watch(struct py_code_free *f, pid_t pid, __u64 code_type)
 	if (fd < 0)
 		return -errno;
 	/* The type is the code type only if it says so: its name is "code". */
-	err = mem_read(fd, code_type + TP_NAME, &tp_name, 8) ?:
+	err = mem_read(fd, code_type + PY_TP_NAME, &tp_name, 8) ?:
 	      mem_read(fd, tp_name, name, 5) ?: mem_read(fd, code_type + TP_DEALLOC, &dealloc, 8);
 	close(fd);
 	if (err)

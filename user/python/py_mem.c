@@ -6,11 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "py_debug_offsets.h"
 #include "py_mem.h"
 #include "hmap.h"
 
 #define STR_MAX 1024 /* characters of a string kept */
-#define TP_NAME 24   /* PyTypeObject: tp_name, after PyVarObject (every version) */
 
 static const char *const kind_names[PY_KIND_COUNT] = { "code", "str", "bytes",
 						       "dict", "int", "module" };
@@ -109,7 +109,7 @@ __u64 py_mem__live_type(struct py_mem *m, pid_t pid, __u64 addr)
 
 int py_mem__type_name(struct py_mem *m, pid_t pid, __u64 type, char *name, size_t len)
 {
-	__u64 tp_name = py_mem__u64(m, pid, type + TP_NAME);
+	__u64 tp_name = py_mem__u64(m, pid, type + PY_TP_NAME);
 
 	name[0] = 0;
 	if (!tp_name || py_mem__read(m, pid, tp_name, name, len - 1))
@@ -177,7 +177,8 @@ static size_t put_utf8(char *out, __u32 cp)
 char *py_mem__str(struct py_mem *m, pid_t pid, __u32 minor, __u64 addr)
 {
 	/* sizeof(PyASCIIObject), sizeof(PyCompactUnicodeObject): 3.12 dropped wstr. */
-	__u32 ascii_size = minor >= 12 ? 40 : 48, compact_size = minor >= 12 ? 56 : 72;
+	__u32 ascii_size = minor >= 12 ? PY_STR_ASCII_SIZE : 48;
+	__u32 compact_size = minor >= 12 ? PY_STR_COMPACT_SIZE : 72;
 	__u8 raw[STR_MAX * 4 + 128];
 	__u64 len;
 	__u32 state, kind, nbytes, at, got = 128;

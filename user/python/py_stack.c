@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* Python frames: the per-version layout BPF walks, and naming frames (py_stack.h). */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,9 +62,8 @@ static const struct py_layout layouts[] = {
 };
 // clang-format on
 
-#define BYTES_DATA 32	      /* PyBytesObject: ob_sval */
-#define VAR_SIZE   16	      /* PyVarObject: ob_size */
-#define TABLE_MAX  (1u << 20) /* bytes of a location table read */
+#define VAR_SIZE  16	     /* PyVarObject: ob_size */
+#define TABLE_MAX (1u << 20) /* bytes of a location table read */
 
 static const struct py_layout *layout_of(__u32 minor)
 {
@@ -81,40 +81,80 @@ struct py_stack {
 
 /*
  * 3.13+: the offsets the interpreter itself publishes in _Py_DebugOffsets (its own build's:
- * a debug build, a patch release that moved a field) over the table's; what they do not
- * say (the entry frames' owner value, string header sizes, the line table's format) stays
- * the table's for that version.
+ * a debug build, a patch release that moved a field). What they do not say comes from the
+ * version's row, or for a version after the table's last (3.15 on) from that row: the entry
+ * frames' owner value (3 from 3.12 on), the line table's format (3.11's locations), and
+ * before 3.15 where the thread state says it holds the GIL. NULL when the offsets are not
+ * read (PY->dbg.format 0).
  */
-static struct py_layout from_debug_offsets(const struct py_layout *l,
-					   const struct gil_debug_offsets *o)
+static const struct py_layout *from_debug_offsets(const struct gil_py *py, struct py_layout *d)
 {
-	struct py_layout d = *l;
+	const struct py_dbg *o = &py->dbg;
+	const struct py_layout *l = layout_of(py->version >> 16 & 0xff);
 
-	d.ts_frame = o->ts_current_frame;
-	d.fr_code = o->fr_executable;
-	d.fr_prev = o->fr_previous;
-	d.fr_instr = o->fr_instr_ptr;
-	d.fr_owner = o->fr_owner;
-	d.co_name = o->co_name;
-	d.co_filename = o->co_filename;
-	d.co_qualname = o->co_qualname;
-	d.co_linetable = o->co_linetable;
-	d.co_firstlineno = o->co_firstlineno;
-	d.co_code = o->co_code_adaptive;
+	if (!o->format)
+		return NULL;
+	*d = l ? *l : layouts[sizeof(layouts) / sizeof(layouts[0]) - 1];
+	d->minor = py->version >> 16 & 0xff;
+	d->ts_frame = o->ts_current_frame;
+	d->fr_code = o->fr_executable;
+	d->fr_prev = o->fr_previous;
+	d->fr_instr = o->fr_instr_ptr;
+	d->fr_owner = o->fr_owner;
+	d->co_name = o->co_name;
+	d->co_filename = o->co_filename;
+	d->co_qualname = o->co_qualname;
+	d->co_linetable = o->co_linetable;
+	d->co_firstlineno = o->co_firstlineno;
+	d->co_code = o->co_code_adaptive;
+	if (o->ts_holds_gil != PY_DBG_NONE) {
+		d->ts_gil = o->ts_holds_gil; /* an int of its own */
+		d->ts_gil_mask = ~0u;
+	}
 	return d;
+}
+
+int py_stack__table_check(const struct gil_py *py, char *field, size_t len)
+{
+	const struct py_layout *l = layout_of(py->version >> 16 & 0xff);
+	struct py_layout d;
+	// clang-format off
+	static const struct { const char *name; size_t off; } fields[] = {
+#define F(x) { #x, offsetof(struct py_layout, x) }
+		F(ts_frame), F(fr_code), F(fr_prev), F(fr_instr), F(fr_owner), F(co_name),
+		F(co_filename), F(co_qualname), F(co_linetable), F(co_firstlineno), F(co_code),
+#undef F
+	};
+	// clang-format on
+
+	if (!l || !from_debug_offsets(py, &d))
+		return -ENOENT;
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+		__u32 a, b;
+
+		memcpy(&a, (const char *)l + fields[i].off, 4);
+		memcpy(&b, (const char *)&d + fields[i].off, 4);
+		if (a != b) {
+			snprintf(field, len, "%s: %u in the table, %u in _Py_DebugOffsets",
+				 fields[i].name, a, b);
+			return 1;
+		}
+	}
+	return 0;
 }
 
 int py_stack__cfg(struct py_stack *ps, pid_t pid, const struct gil_py *py, struct bs_py_cfg *out)
 {
-	const struct py_layout *l = layout_of(py->version >> 16 & 0xff);
+	__u32 minor = py->version >> 16 & 0xff;
+	const struct py_layout *l = minor >= 13 ? NULL : layout_of(minor);
 	struct py_layout d, *kept;
 
-	if (!l || (py->version >> 24) != 3 || py->free_threaded)
+	if ((py->version >> 24) != 3 || py->free_threaded)
 		return -ENOTSUP;
-	if (py->dbg.frames) {
-		d = from_debug_offsets(l, &py->dbg);
-		l = &d;
-	}
+	if (minor >= 13)
+		l = from_debug_offsets(py, &d);
+	if (!l)
+		return -ENOTSUP;
 	kept = hmap__get(ps->layouts, (struct hkey){ (__u64)pid, 0 }, 1);
 	if (!kept)
 		return -ENOMEM;
@@ -373,7 +413,7 @@ static int code_read(struct py_stack *ps, pid_t pid, const struct py_layout *l,
 	e->func = py_mem__str(ps->mem, pid, l->minor, qual ? qual : name);
 	e->path = py_mem__str(ps->mem, pid, l->minor, path);
 	if (tlen && tlen <= TABLE_MAX && (e->table = malloc(tlen))) {
-		if (mem_read(ps, pid, table + BYTES_DATA, e->table, tlen)) {
+		if (mem_read(ps, pid, table + PY_BYTES_SVAL, e->table, tlen)) {
 			free(e->table);
 			e->table = NULL;
 		} else {

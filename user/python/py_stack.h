@@ -3,7 +3,8 @@
  * Python frames: how BPF walks a CPython's frames (bs_py_cfg, per version from each
  * version's own headers), and naming the frames it saw by reading their code objects from
  * the process while it lives: qualified name, file, and the line of the instruction (the
- * location table). 3.8 to 3.14 (docs/STACKS.md says what is not read).
+ * location table). 3.8 to 3.12 by per-version tables, 3.13 on by the interpreter's own
+ * _Py_DebugOffsets (docs/STACKS.md, "Versions and builds", says what is not read).
  */
 #ifndef BPFSIGHT_PY_STACK_H
 #define BPFSIGHT_PY_STACK_H
@@ -19,10 +20,17 @@ struct py_stack *py_stack__new(void);
 void py_stack__free(struct py_stack *ps);
 /*
  * How BPF reads the frames of the interpreter PY describes (process PID): the per-version
- * table, from 3.13 on with the offsets of its own _Py_DebugOffsets; kept for naming PID's
- * frames. 0, or -ENOTSUP (version, free-threaded build).
+ * table up to 3.12, from 3.13 on the offsets of its own _Py_DebugOffsets; kept for naming
+ * PID's frames. 0, or -ENOTSUP (a version before 3.8, a free-threaded build, 3.13+ whose
+ * offsets were not read).
  */
 int py_stack__cfg(struct py_stack *ps, pid_t pid, const struct gil_py *py, struct bs_py_cfg *out);
+/*
+ * The layout PY's _Py_DebugOffsets give against the table kept for its version (3.13,
+ * 3.14), on every field BPF and the naming use: 0 when equal, 1 with the first that is not
+ * in FIELD (LEN bytes), -ENOENT when there is no table or no offsets. For the tests.
+ */
+int py_stack__table_check(const struct gil_py *py, char *field, size_t len);
 
 struct py_frame_name {
 	const char *func; /* co_qualname; valid until the next call */

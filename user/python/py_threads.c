@@ -9,22 +9,18 @@
 #include "py_threads.h"
 #include "hmap.h"
 
-/* PyTypeObject (every version, x86-64, default build). */
-#define TP_BASICSIZE	  32
-#define TP_FLAGS	  168
-#define TP_DICTOFFSET	  288
+/* PyTypeObject, PyDictObject: PY_TP_* and PY_DICT_* (py_debug_offsets.h). */
 #define TPF_INLINE_VALUES (1ull << 2) /* 3.13+: the instance's values follow it */
 #define TPF_MANAGED_DICT  (1ull << 4) /* 3.11+: its dict (or values) before its header */
 #define MD_DICT		  16	      /* PyModuleObject.md_dict */
-#define MA_KEYS		  32	      /* PyDictObject: ma_keys, ma_values */
-#define MA_VALUES	  40
-#define MAX_ENTRIES	  16384 /* entries of a dict read (sys.modules of a big program) */
-#define CACHE_MAX	  65536 /* types and dict layouts remembered, of every process */
+#define MAX_ENTRIES	  16384	      /* entries of a dict read (sys.modules of a big program) */
+#define CACHE_MAX	  65536	      /* types and dict layouts remembered, of every process */
 
 /*
  * Per minor version, from gdb's ptype /o on pyenv's 3.8-3.13 and Debian's 3.14 debug build:
  * where PyInterpreterState keeps sys.modules (3.13+: _Py_DebugOffsets says) and where
- * PyHeapTypeObject keeps the keys its instances share (3.11+).
+ * PyHeapTypeObject keeps the keys its instances share (3.11+; 3.15+: _Py_DebugOffsets say,
+ * and a version after the last row is read as that row otherwise).
  */
 static const struct names_layout {
 	__u32 minor, interp_modules, ht_cached_keys;
@@ -32,6 +28,8 @@ static const struct names_layout {
 	{ 8, 56, 0 },	  { 9, 856, 0 },  { 10, 856, 0 }, { 11, 888, 872 },
 	{ 12, 944, 880 }, { 13, 0, 880 }, { 14, 0, 880 },
 };
+
+#define NLAYOUTS (sizeof(layouts) / sizeof(layouts[0]))
 
 /* The interned str objects of the names looked up: attribute names are interned. */
 enum { KEY_THREADING, KEY_ACTIVE, KEY_NAME, KEY_NATIVE_ID, KEY_COUNT };
@@ -119,22 +117,28 @@ void py_threads__forget(struct py_threads *t, pid_t pid)
 
 int py_threads__add(struct py_threads *t, pid_t pid, const struct gil_py *py)
 {
-	__u32 minor = py->version >> 16 & 0xff;
+	__u32 minor = py->version >> 16 & 0xff, modules, cached;
 	const struct names_layout *l = NULL;
 	struct py_proc *p;
 
-	for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++)
+	for (size_t i = 0; i < NLAYOUTS; i++)
 		if (layouts[i].minor == minor)
 			l = &layouts[i];
-	if (!l || py->free_threaded || !py->interp || (!l->interp_modules && !py->dbg.frames))
+	/* A release after the last row: read through its _Py_DebugOffsets. */
+	if (!l && py->dbg.format && minor > layouts[NLAYOUTS - 1].minor)
+		l = &layouts[NLAYOUTS - 1];
+	if (!l || py->free_threaded || !py->interp || (minor >= 13 && !py->dbg.format))
 		return -ENOTSUP;
+	modules = l->interp_modules ?: py->dbg.imports_modules;
+	cached = py->dbg.format && py->dbg.ht_cached_keys != PY_DBG_NONE ? py->dbg.ht_cached_keys
+									 : l->ht_cached_keys;
 	p = hmap__get(t->procs, (struct hkey){ (__u64)pid, 0 }, 1);
 	if (!p)
 		return -ENOMEM;
 	if (p->minor == minor && p->modules_at)
 		return 0; /* known: what was found stays */
-	*p = (struct py_proc){ .minor = minor, .ht_cached_keys = l->ht_cached_keys };
-	p->modules_at = py->interp + (l->interp_modules ?: py->dbg.imports_modules);
+	*p = (struct py_proc){ .minor = minor, .ht_cached_keys = cached };
+	p->modules_at = py->interp + modules;
 	return 0;
 }
 
@@ -181,8 +185,8 @@ static int dict_read(struct py_threads *t, pid_t pid, __u32 minor, __u64 dict, s
 	if (py_mem__obj(t->mem, pid, dict, PY_KIND_DICT, d, sizeof(d)))
 		return -EIO;
 	/* A split table's values: 3.13+ put a header (capacity, size, ...) before them. */
-	v->values = d[MA_VALUES / 8] ? d[MA_VALUES / 8] + (minor >= 13 ? 8 : 0) : 0;
-	return keys_read(t, pid, minor, d[MA_KEYS / 8], v);
+	v->values = d[PY_DICT_VALUES / 8] ? d[PY_DICT_VALUES / 8] + (minor >= 13 ? 8 : 0) : 0;
+	return keys_read(t, pid, minor, d[PY_DICT_KEYS / 8], v);
 }
 
 static __u64 entry_word(struct py_threads *t, const struct dict_view *v, __u32 i, __u32 off)
@@ -310,9 +314,9 @@ static const struct type_info *type_of(struct py_threads *t, pid_t pid, struct p
 	ti = cache_get(&t->types, sizeof(*ti), (struct hkey){ type, (__u64)pid });
 	if (!ti || ti->basicsize)
 		return ti && ti->basicsize ? ti : NULL;
-	if (py_mem__read(t->mem, pid, type + TP_BASICSIZE, &ti->basicsize, 8) ||
-	    py_mem__read(t->mem, pid, type + TP_FLAGS, &ti->flags, 8) ||
-	    py_mem__read(t->mem, pid, type + TP_DICTOFFSET, &ti->dictoffset, 8)) {
+	if (py_mem__read(t->mem, pid, type + PY_TP_BASICSIZE, &ti->basicsize, 8) ||
+	    py_mem__read(t->mem, pid, type + PY_TP_FLAGS, &ti->flags, 8) ||
+	    py_mem__read(t->mem, pid, type + PY_TP_DICTOFFSET, &ti->dictoffset, 8)) {
 		memset(ti, 0, sizeof(*ti));
 		return NULL;
 	}
@@ -437,8 +441,9 @@ static int thread_of(struct py_threads *t, pid_t pid, struct py_proc *p, __u64 o
 	if (dict) {
 		if (py_mem__obj(t->mem, pid, dict, PY_KIND_DICT, d, sizeof(d)))
 			return -ENOENT;
-		keys = d[MA_KEYS / 8];
-		values = d[MA_VALUES / 8] ? d[MA_VALUES / 8] + (p->minor >= 13 ? 8 : 0) : 0;
+		keys = d[PY_DICT_KEYS / 8];
+		values = d[PY_DICT_VALUES / 8] ? d[PY_DICT_VALUES / 8] + (p->minor >= 13 ? 8 : 0)
+					       : 0;
 	}
 	if (!keys || attr_values(t, pid, p, keys, values, val) ||
 	    py_mem__int(t->mem, pid, p->minor, val[1], &tid) || tid <= 0 || tid > 0x7fffffff)

@@ -5,7 +5,7 @@
  * stopping it: sys.modules -> threading -> _active (ident -> Thread), and each Thread's
  * _name and _native_id (the thread's tid) from its instance attributes, whatever the
  * version keeps them in (3.8-3.10 a dict, 3.11+ the values of the class's shared keys, 3.13+
- * inline in the object). CPython 3.8 to 3.14, stripped or not. Threads that threading did
+ * inline in the object). CPython 3.8 on, stripped or not. Threads that threading did
  * not start (a C library's thread that called threading.current_thread(): "Dummy-N") are
  * left out: their OS name (comm) says more. For the recording (user/python/thread_names.c),
  * `bpfsight stacks` and `bpfsight top`.

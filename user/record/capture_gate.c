@@ -43,10 +43,11 @@ struct capture_gate *capture_gate__new(void)
 	/*
 	 * The recording's own records (processes, strings, losses, symbols, stacks) and what the
 	 * families say is state (struct family.state_records, .ungated) name the events kept;
-	 * the unwind tables' use, written at the stop, is the recording's own too.
+	 * the unwind tables' use, written at the stop, and the pythons not read are the
+	 * recording's own too.
 	 */
 	for (int t = 0; g && t < BS_REC_TYPE_MAX; t++) {
-		g->kept[t] = t < 0x10 || t == BS_REC_UNWIND_USAGE;
+		g->kept[t] = t < 0x10 || t == BS_REC_UNWIND_USAGE || t == BS_REC_PY_UNREAD;
 		for_each_family_while(it, !g->kept[t])
 			g->kept[t] = listed(it.f->decode->state_records, t) ||
 				     listed(it.f->record->ungated, t);

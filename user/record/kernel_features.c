@@ -21,7 +21,8 @@ static const struct {
 	[KF_RINGBUF] = { "ringbuf", "5.8", "none: bpfsight record refuses to start" },
 	[KF_TP_BTF] = { "tp_btf", "5.5 + BTF", "raw_tp programs (CO-RE reads)" },
 	[KF_PREV_STATE] = { "prev_state", "5.18",
-			    "sched reads the task's state through CO-RE (__state or state)" },
+			    "sched and osrt's blocked mode read the task's state through CO-RE "
+			    "(__state or state): a block whose waker came first is missed" },
 	[KF_TASK_STORAGE] = { "task_storage", "5.11",
 			      "osrt and sched keep per-thread state in hashes keyed by tid; "
 			      "gil, cuda, nccl are not recorded" },

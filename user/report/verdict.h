@@ -16,10 +16,8 @@
 #include <linux/types.h>
 #include "records.h"
 
-struct json;
 struct table;
 struct trace_model;
-struct trace_stack;
 
 enum verdict_kind {
 	VERDICT_TRIGGER,   /* a flight-recorder dump: the event its --trigger fired on */
@@ -57,31 +55,6 @@ enum verdict_time {
 
 struct verdict;
 
-/* A row past the events' (verdict_ch_rows.end): KIND, NAME, ARGS (a JSON object) of PID. */
-typedef int (*verdict_ch_row_fn)(void *arg, __u32 pid, const char *kind, const char *name,
-				 const char *args);
-
-/*
- * What a family's inputs in the server (stats --from) need of a file that SQL cannot derive
- * from its events' rows (a loop's period, which allocation a free ended), computed once as
- * export --format clickhouse renders the file: keys on the events' rows and rows of their own
- * at its end. One state per file rendered.
- */
-struct verdict_ch_rows {
-	void *(*new)(void);
-	/*
-	 * Every record, in file order: ROW its row's number (its seq) and ARGS its arguments'
-	 * JSON, where `,"key":value` members may be written (NULL: it makes no row). 0 or -errno.
-	 */
-	int (*record)(void *st, const struct bs_hdr *rec, const struct trace_model *m, __u64 row,
-		      FILE *args);
-	/* After the last record: its rows, each through ROW; SHIFT is the wall clock less
-	 * CLOCK_MONOTONIC (modulo 2^64), what a time in ARGS adds. 0 or -errno. */
-	int (*end)(void *st, const struct trace_model *m, __u64 shift, verdict_ch_row_fn row,
-		   void *arg);
-	void (*free)(void *st);
-};
-
 /*
  * A family's rules (struct family.verdict). NEW/ADD/FREE keep state over the pass every
  * report takes (may be NULL); ACCOUNT, then CLAIMS, run once every report has its table, in
@@ -101,19 +74,14 @@ struct family_verdict {
 	 * judged without it, said. The family is judged there when every other input was given. NULL: its rules are not fed from a server yet (said, never silent).
 	 */
 	const char *reads;
-	/* ADD's state from table T, input NAME of READS (the server's answer): 0 or -errno. */
-	int (*load)(void *st, const char *name, const struct table *t);
 	/*
-	 * What ADD reads of a stack that SQL cannot read from its folded text (a frame of the
-	 * DataLoader's iterator, a line of the job's own code): keys added to J's open object,
-	 * the stack's row's args in the server (export --format clickhouse). NULL: none.
+	 * ADD's state from table T, input NAME of READS (the server's answer): 0 or -errno. What
+	 * an input needs of a file that SQL cannot derive from its events' rows (a frame of the
+	 * DataLoader's iterator on a stack, the BLAS library of a process, which allocation a
+	 * free ended, a thread's ledger) the family adds to the rows as they are rendered: its
+	 * struct ex_rows (export_model.h), by the same C its pass runs; its SQL reads them.
 	 */
-	void (*stack_args)(const struct trace_stack *s, const struct trace_model *m,
-			   struct json *j);
-	/* The same of process PID (the BLAS library it called): its threads' names' rows. */
-	void (*process_args)(const struct trace_model *m, __u32 pid, struct json *j);
-	/* Rows and keys its inputs in the server need past the events' (above). NULL: none. */
-	const struct verdict_ch_rows *ch_rows;
+	int (*load)(void *st, const char *name, const struct table *t);
 };
 
 /* ---- what rules read ---- */

@@ -621,8 +621,10 @@ const struct trace_model *snap_session__model(const struct snap_session *ss)
 static void find_python(struct snap_run *r)
 {
 	struct snap *s = r->out;
+	const char *unread = stack_svc__python_unread(r->svc, s->pid);
 	__u32 key = s->pid;
 
+	snprintf(s->python_unread, sizeof(s->python_unread), "%s", unread ? unread : "");
 	s->python_minor = stack_svc__python_minor(r->svc, s->pid);
 	if (s->python_minor && bpf_map_lookup_elem(r->ctx->py_procs_fd, &key, &r->cfg))
 		s->python_minor = 0;

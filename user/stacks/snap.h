@@ -35,6 +35,8 @@ struct snap_thread {
 struct snap {
 	pid_t pid;
 	__u32 python_minor; /* 3.MINOR whose Python frames were read, 0: none */
+	/* A CPython whose frames could not be read: its version and why (stack_svc), else "" */
+	char python_unread[512];
 	__u64 gil, gil_end; /* where its GIL's state lies (a futex there is a wait for it) */
 	struct snap_thread *threads;
 	__u32 n;

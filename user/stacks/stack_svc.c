@@ -32,13 +32,14 @@
 struct py_proc {
 	__u64 first_ns; /* first looked at (since its exec) */
 	__u64 next_ns;	/* when to look again (0: at the next stack) */
+	__u64 unread;	/* its frames are not read: the key of the words why in `told` */
 	__u32 minor;	/* 3.minor when its frames are read, else 0 */
 	__u16 final;	/* decided: not inspected again until an exec or a new mapping */
 	__u16 pending;	/* an interpreter not ready yet: stack_svc__poll looks again */
 };
 
 struct stack_svc {
-	struct hmap *told;	/* the interpreters (file, reason) said to be unread: told once */
+	struct hmap *told;	/* (file, reason) -> its words (char *) once said: said once */
 	struct hmap *slots;	/* (addr, pid + gen) -> return_slot() + 2 */
 	struct hmap *slot_gens; /* pid -> its exec/mapping generation, for slots' keys */
 	struct stack_intern *intern;
@@ -86,6 +87,8 @@ void stack_svc__uprobes_closed(struct stack_svc *s)
 
 void stack_svc__free(struct stack_svc *s)
 {
+	char **text;
+
 	if (!s)
 		return;
 	stack_intern__free(s->intern);
@@ -95,6 +98,8 @@ void stack_svc__free(struct stack_svc *s)
 	thread_names__free(s->names);
 	stack_unwind__free(s->unw);
 	hmap__free(s->procs);
+	for (size_t it = 0; s->told && (text = hmap__next(s->told, &it, NULL));)
+		free(*text);
 	hmap__free(s->told);
 	hmap__free(s->slots);
 	hmap__free(s->slot_gens);
@@ -128,7 +133,7 @@ struct stack_svc *stack_svc__new(struct record_ctx *ctx, struct uprobe_mgr *mgr,
 	s->intern = stack_intern__new();
 	s->py = py_stack__new();
 	s->procs = hmap__new(sizeof(struct py_proc));
-	s->told = hmap__new(sizeof(__u8));
+	s->told = hmap__new(sizeof(char *));
 	s->slots = hmap__new(sizeof(__s8));
 	s->slot_gens = hmap__new(sizeof(__u32));
 	s->names = thread_names__new();
@@ -173,24 +178,50 @@ struct stack_svc *stack_svc__new(struct record_ctx *ctx, struct uprobe_mgr *mgr,
 }
 
 /*
- * A CPython whose frames are not read (a version or build the walker does not know) says so
- * on stderr, once per interpreter file and reason: its stacks have native frames only.
+ * A CPython whose frames are not read (a version or build whose layout cannot be read): said
+ * on stderr once per interpreter file and reason, and for each such process a PY_UNREAD
+ * record (`info`, the verdict) and stack_svc__python_unread (`bpfsight stacks`): its stacks
+ * have native frames only, never in silence. WHY says what is missing.
  */
-static void say_unread(struct stack_svc *s, pid_t pid, const struct gil_py *py, const char *why)
+static void say_unread(struct record_ctx *ctx, struct stack_svc *s, struct py_proc *p, pid_t pid,
+		       const struct gil_py *py, const char *why)
 {
 	__u64 h = 1469598103934665603ull;
-	__u8 *seen;
+	struct bs_py_unread r;
+	char **text, buf[512];
 
 	for (const char *c = py->object; *c; c++)
 		h = (h ^ (__u8)*c) * 1099511628211ull;
 	for (const char *c = why; *c; c++)
 		h = (h ^ (__u8)*c) * 1099511628211ull;
-	seen = hmap__get(s->told, (struct hkey){ h, 0 }, 1);
-	if (!seen || *seen)
+	h |= 1; /* never 0: p->unread's "none" */
+	text = hmap__get(s->told, (struct hkey){ h, 0 }, 1);
+	if (!text)
 		return;
-	*seen = 1;
-	pr_warn("pid %d (%s): CPython %u.%u: its Python frames are not read: %s\n", pid, py->object,
-		py->version >> 24, py->version >> 16 & 0xff, why);
+	if (!*text) {
+		if (py->version >> 24 == 3)
+			snprintf(buf, sizeof(buf),
+				 "CPython %u.%u%s: its Python frames, GIL holder and thread names "
+				 "are not read: %s",
+				 py->version >> 24, py->version >> 16 & 0xff,
+				 py->free_threaded ? " (free-threaded)" : "", why);
+		else
+			snprintf(buf, sizeof(buf),
+				 "CPython: its Python frames, GIL holder and thread names are not "
+				 "read: %s",
+				 why);
+		*text = strdup(buf);
+		if (!*text)
+			return;
+		pr_warn("pid %d (%s): %s\n", pid, py->object, *text);
+	}
+	p->unread = h;
+	record_ctx__hdr(&r.h, BS_REC_PY_UNREAD, sizeof(r), pid, pid, mono_now_ns());
+	r.py_version = py->version;
+	r.flags = py->free_threaded ? BS_PY_UNREAD_FREE_THREADED : 0;
+	r.object_id = record_ctx__intern(ctx, py->object);
+	r.why_id = record_ctx__intern(ctx, why);
+	record_ctx__write(ctx, &r);
 }
 
 /*
@@ -217,11 +248,15 @@ static struct py_proc *python_of(struct record_ctx *ctx, struct stack_svc *s, pi
 		p->final = 1;
 		return p;
 	}
-	if (py->status == GIL_PY_UNSUPPORTED || py->status == GIL_PY_NO_GIL) {
+	if (py->free_threaded) {
+		/* Selected by the flag its _Py_DebugOffsets (or its file's name) carry. */
 		p->final = 1;
-		say_unread(s, pid, py,
-			   py->status == GIL_PY_NO_GIL ? "a free-threaded build (docs/STACKS.md)"
-						       : py->note);
+		say_unread(ctx, s, p, pid, py, "free-threaded builds are not supported yet");
+		return p;
+	}
+	if (py->status == GIL_PY_UNSUPPORTED) {
+		p->final = 1;
+		say_unread(ctx, s, p, pid, py, py->note);
 		return p;
 	}
 	if (py->status == GIL_PY_NOT_PYTHON) {
@@ -230,15 +265,21 @@ static struct py_proc *python_of(struct record_ctx *ctx, struct stack_svc *s, pi
 		p->final = now - p->first_ns >= NOPY_NEW_NS;
 		return p;
 	}
+	if (py->status == GIL_PY_READY && py->verified && !py->holder_known &&
+	    now - p->first_ns >= NOPY_NEW_NS) {
+		/* Its GIL was found, its threads never were: a layout this reading gets wrong. */
+		p->final = 1;
+		say_unread(ctx, s, p, pid, py,
+			   "its thread states do not name its threads (thread ids not found)");
+		return p;
+	}
 	if (py->status != GIL_PY_READY || !py->holder_known || !py->verified) {
 		p->pending = 1; /* starting: not yet */
 		return p;
 	}
 	p->final = 1;
 	if (py_stack__cfg(s->py, pid, py, &cfg)) {
-		say_unread(s, pid, py,
-			   py->free_threaded ? "a free-threaded build (docs/STACKS.md)"
-					     : "their layout is known for 3.8 to 3.14");
+		say_unread(ctx, s, p, pid, py, "no layout of its frames is known");
 		return p;
 	}
 	cfg.code_gen = ++s->code_gen;
@@ -603,6 +644,14 @@ __u32 stack_svc__python_minor(struct stack_svc *s, pid_t pid)
 	const struct py_proc *p = hmap__get(s->procs, (struct hkey){ (__u64)pid, 0 }, 0);
 
 	return p ? p->minor : 0;
+}
+
+const char *stack_svc__python_unread(struct stack_svc *s, pid_t pid)
+{
+	const struct py_proc *p = hmap__get(s->procs, (struct hkey){ (__u64)pid, 0 }, 0);
+	char **text = p && p->unread ? hmap__get(s->told, (struct hkey){ p->unread, 0 }, 0) : NULL;
+
+	return text ? *text : NULL;
 }
 
 int stack_svc__thread_names(struct stack_svc *s, pid_t pid, struct py_thread_name *out, int max)

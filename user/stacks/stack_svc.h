@@ -127,6 +127,12 @@ void stack_svc__observe(struct record_ctx *ctx, struct stack_svc *s, const struc
 
 /* 3.MINOR when PID is a CPython whose Python frames are read (stack_svc__start looked), 0. */
 __u32 stack_svc__python_minor(struct stack_svc *s, pid_t pid);
+/*
+ * When PID is a CPython whose frames cannot be read (a version or build whose layout is not
+ * known, its _Py_DebugOffsets unreadable, free-threaded): the words that say so, its version
+ * and what is missing (also on stderr once, and in a PY_UNREAD record); NULL otherwise.
+ */
+const char *stack_svc__python_unread(struct stack_svc *s, pid_t pid);
 struct py_thread_name; /* py_threads.h */
 /* The names PID's Python threads have now (py_threads__read): how many, or a negative errno. */
 int stack_svc__thread_names(struct stack_svc *s, pid_t pid, struct py_thread_name *out, int max);

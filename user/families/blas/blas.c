@@ -38,6 +38,7 @@ const struct family family_blas = {
 	.api = &blas_table,
 	.losses = blas_losses,
 	.export = &blas_export,
+	.sql = &blas_sql,
 	.record = &blas_recording,
 	.decode = &blas_reading,
 	.stats = &blas_stats,

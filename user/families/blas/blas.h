@@ -33,6 +33,7 @@ extern const struct ucall_key blas_keys[BLAS_K_NR];
 extern const struct ucall_table blas_table; /* blas_api.c */
 extern const struct rec_decoder blas_decoders[];
 extern const struct family_export blas_export; /* blas_export.c */
+extern const struct family_sql blas_sql;       /* blas_sql.c */
 struct report;
 extern const struct report *const blas_reports[]; /* blas_report.c */
 extern const struct family family_blas;		  /* blas.c */

@@ -202,6 +202,7 @@ const struct family family_cpu = {
 	.desc = "CPU sampling: on-CPU samples of the traced threads with their stacks",
 	.flags = FAMILY_OPT_IN | FAMILY_STACKS,
 	.export = &cpu_export,
+	.sql = &cpu_sql,
 	.top = &cpu_top,
 	.record = &cpu_recording,
 	.decode = &cpu_reading,

@@ -43,6 +43,7 @@ const struct family family_cublas = {
 	.api = &cublas_table,
 	.losses = cublas_losses,
 	.export = &cublas_export,
+	.sql = &cublas_sql,
 	.record = &cublas_recording,
 	.decode = &cublas_reading,
 	.stats = &cublas_stats,

@@ -162,6 +162,7 @@ const struct family family_cuda = {
 	.api = &cuda_table,
 	.losses = cuda_losses,
 	.export = &cuda_export,
+	.sql = &cuda_sql,
 	.metrics = &cuda_metrics,
 	.top = &cuda_top,
 	.record = &cuda_recording,

@@ -46,6 +46,7 @@ extern const struct ucall_table cuda_table; /* cuda_api.c */
 extern const struct rec_decoder cuda_decoders[];
 extern const struct report *const cuda_reports[];
 extern const struct family_export cuda_export; /* cuda_export.c */
+extern const struct family_sql cuda_sql;       /* cuda_sql.c */
 /* nsys's ENUM_NSYS_EVENT_CLASS of CUDA calls, and their table (the gpu family adds rows). */
 #define CUDA_RUNTIME_CLASS 0 /* TRACE_PROCESS_EVENT_CUDA_RUNTIME */
 #define CUDA_DRIVER_CLASS  1 /* TRACE_PROCESS_EVENT_CUDA_DRIVER */

@@ -535,6 +535,7 @@ const struct family family_gil = {
 	.desc = "CPython GIL waits per thread and who held it (uprobes on glibc/libpython)",
 	.flags = FAMILY_STACKS_DEFAULT | FAMILY_UPROBES,
 	.export = &gil_export,
+	.sql = &gil_sql,
 	.top = &gil_top,
 	.metrics = &gil_metrics,
 	.record = &gil_recording,

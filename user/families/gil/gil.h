@@ -24,6 +24,7 @@ extern const struct family_cumulative gil_cumulative[];
 extern const struct report *const gil_reports[];
 extern const struct report gil_stacks;	      /* gil_stacks_report.c (--stacks=gil) */
 extern const struct family_export gil_export; /* gil_export.c */
+extern const struct family_sql gil_sql;	      /* gil_sql.c */
 extern const struct family family_gil;
 
 /* Its options (gil_options.c). */

@@ -112,6 +112,7 @@ const struct family family_nccl = {
 	.stack_call_key = "nccl_call",
 	.losses = nccl_losses,
 	.export = &nccl_export,
+	.sql = &nccl_sql,
 	.metrics = &nccl_metrics,
 	.record = &nccl_recording,
 	.decode = &nccl_reading,

@@ -11,6 +11,7 @@
 #include "array.h"
 #include "osrt.h"
 #include "family_attach.h"
+#include "kernel_features.h"
 #include "record_ctx.h"
 #include "hmap.h"
 #include "msg.h"
@@ -80,7 +81,7 @@ static int osrt_pick_mode(struct osrt_state *st, const struct record_opts *o)
 	const char *why;
 	/* Still to load after the task-storage pick: tp_btf and task storage are there. */
 	int blocked = osrt_blocked(o, &why), can = bpf_program__autoload(s->progs.osrt_switch_btf);
-	int err;
+	int state = kfeature__has(KF_PREV_STATE), err;
 
 	if (blocked && !can)
 		pr_warn("osrt: --osrt-mode blocked needs BPF task storage, which this kernel lacks: "
@@ -99,7 +100,10 @@ static int osrt_pick_mode(struct osrt_state *st, const struct record_opts *o)
 			st->blocked ? "the system calls that block, timed asleep"
 				    : "every system call",
 			why);
-	err = bpf_program__set_autoload(s->progs.osrt_switch_btf, st->blocked);
+	/* The switch's prev_state where the tracepoint has it (5.18+), else the task's state. */
+	err = bpf_program__set_autoload(s->progs.osrt_switch_btf, st->blocked && state)
+		      ?: bpf_program__set_autoload(s->progs.osrt_switch_taskstate_btf,
+						   st->blocked && !state);
 	if (!err && st->blocked)
 		err = bpf_program__set_autoload(s->progs.osrt_enter_btf, 0)
 			      ?: bpf_program__set_autoload(s->progs.osrt_exit_btf, 0);
@@ -401,10 +405,18 @@ static const struct family_stats osrt_stats = {
 	.page = &osrt_page,
 };
 
+static const struct loss_cause osrt_losses[] = {
+	{ BS_LOSS_OSRT_MISSED, "osrt_missed",
+	  "sleeps in system calls (--osrt-mode blocked) whose context switch no program saw" },
+	{ 0 },
+};
+
 const struct family family_osrt = {
 	.name = "osrt",
 	.desc = "system call latency (raw_syscalls tracepoints)",
+	.losses = osrt_losses,
 	.export = &osrt_export,
+	.sql = &osrt_sql,
 	.metrics = &osrt_metrics,
 	.top = &osrt_top,
 	.record = &osrt_recording,

@@ -10,6 +10,7 @@ extern const struct rec_decoder osrt_decoders[];
 extern const struct family_cumulative osrt_cumulative[];
 extern const struct report *const osrt_reports[];
 extern const struct family_export osrt_export; /* osrt_export.c */
+extern const struct family_sql osrt_sql;       /* osrt_sql.c */
 extern const struct family family_osrt;
 
 /* Its options (osrt_options.c). */

@@ -58,6 +58,7 @@ const struct family family_proc = {
 	.desc = "process and thread lifecycle and names (always on)",
 	.flags = FAMILY_ALWAYS,
 	.export = &proc_export,
+	.sql = &proc_sql,
 	.record = &proc_recording,
 	.decode = &proc_reading,
 	.stats = &proc_stats,

@@ -217,6 +217,7 @@ static void edges_claims(void *loaded, struct verdict *v)
 	__u64 w0, w1;
 
 	proc_straggler__claims(v);
+	py_unread__claims(v);
 	if (!e && proc_edges__loaded(loaded))
 		e = loaded; /* judged from a server: its answer */
 	if (!e)
@@ -244,7 +245,7 @@ static void edges_rule_free(void *st)
 	proc_edges__free(st);
 }
 
-/* From a server, what the report's pass keeps (ch_hang_states.c's open_at_edges_state); the
+/* From a server, what the report's pass keeps (proc_sql.c's open_at_edges_state); the
  * snapshots the rules read are the model's (stats --from puts them there). */
 static int edges_rule_load(void *st, const char *name, const struct table *t)
 {

@@ -163,6 +163,9 @@ const struct rec_decoder proc_decoders[] = {
 	  .string_offs = { OFF(bs_thread_snap, error_id) } },
 	/* The recorder's, at its stop: the model keeps it (info's "unwind tables:"). */
 	{ BS_REC_UNWIND_USAGE, BS_UNWIND_USAGE_V1, "unwind_usage", family__decode_meta },
+	/* The stack service's: a python whose frames are not read (the python_unread report). */
+	{ BS_REC_PY_UNREAD, sizeof(struct bs_py_unread), "python_unread", family__decode_meta,
+	  .string_offs = { OFF(bs_py_unread, object_id), OFF(bs_py_unread, why_id) } },
 	{ 0 },
 };
 
@@ -170,4 +173,5 @@ extern const struct report ranks_report;  /* ranks_report.c */
 extern const struct report ledger_report; /* ledger_report.c */
 
 const struct report *const proc_reports[] = { &ranks_report, &open_at_edges_report,
-					      &rank_waits_report, &ledger_report, NULL };
+					      &rank_waits_report, &ledger_report, &py_unread_report,
+					      NULL };

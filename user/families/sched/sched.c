@@ -235,6 +235,7 @@ const struct family family_sched = {
 	.flags = FAMILY_STACKS_DEFAULT | FAMILY_STACKS_DEFAULT_ATTACH | FAMILY_TIMELINE,
 	.losses = sched_losses,
 	.export = &sched_export,
+	.sql = &sched_sql,
 	.metrics = &sched_metrics,
 	.record = &sched_recording,
 	.decode = &sched_reading,

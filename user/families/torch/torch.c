@@ -322,6 +322,7 @@ const struct family family_torch = {
 	 */
 	.flags = FAMILY_OPT_IN | FAMILY_STACKS_EVERY | FAMILY_SHIM,
 	.export = &torch_export,
+	.sql = &torch_sql,
 	.record = &torch_recording,
 	.decode = &torch_reading,
 	.stats = &torch_stats,

@@ -58,6 +58,7 @@ extern const struct rec_decoder torch_decoders[];  /* torch_decode.c */
 extern const struct report *const torch_reports[]; /* torch_op_report.c */
 extern const struct report torch_step_sum;	   /* torch_step_report.c */
 extern const struct family_export torch_export;	   /* torch_export.c */
+extern const struct family_sql torch_sql;	   /* torch_input_sql.c */
 extern const struct page_family torch_page;	   /* torch_page.c */
 extern const struct family family_torch;	   /* torch.c */
 

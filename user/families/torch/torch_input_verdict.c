@@ -389,5 +389,4 @@ const struct family_verdict torch_verdict = {
 	.free = input_rule__free,
 	.reads = "torch_input_waits,sched_sum",
 	.load = input_rule__load,
-	.stack_args = torch_input__stack_args,
 };
