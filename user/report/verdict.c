@@ -79,7 +79,7 @@ static const char *const kind_label[VERDICT_KINDS] = {
 	[VERDICT_COLLECTIVE] = "comms", [VERDICT_CALLS] = "API",
 	[VERDICT_CHILD] = "child",	[VERDICT_SLEEP] = "sleep",
 	[VERDICT_IO] = "I/O",		[VERDICT_NOCPU] = "no CPU",
-	[VERDICT_IDLE] = "idle",
+	[VERDICT_IDLE] = "idle",	[VERDICT_BLAS] = "CPU",
 };
 static const char *const kind_verdict[VERDICT_KINDS] = {
 	[VERDICT_TRIGGER] = "dumped on",
@@ -103,6 +103,7 @@ static const char *const kind_verdict[VERDICT_KINDS] = {
 	[VERDICT_IO] = "waiting for I/O",
 	[VERDICT_NOCPU] = "short of CPU",
 	[VERDICT_IDLE] = "idle",
+	[VERDICT_BLAS] = "CPU-bound",
 };
 
 struct verdict *verdict__new(const struct trace_model *m, const char *recorded)

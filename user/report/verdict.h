@@ -42,6 +42,7 @@ enum verdict_kind {
 	VERDICT_IO,	    /* waiting for I/O readiness */
 	VERDICT_NOCPU,	    /* ready to run without a CPU */
 	VERDICT_IDLE,	    /* waiting for work */
+	VERDICT_BLAS,	    /* CPU GEMMs on a slow BLAS (a ledger's CPU or API time, said why) */
 	VERDICT_KINDS,
 };
 

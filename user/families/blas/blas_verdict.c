@@ -132,7 +132,7 @@ static void blas_claims(void *vst, struct verdict *v)
 		snprintf(impl_text, sizeof(impl_text), "%s",
 			 lib ? human__base(lib) : "a BLAS the trace does not name");
 	verdict__thread(v, (__u32)b.key.a, (__u32)b.key.b, who, sizeof(who));
-	verdict__claim(v, VERDICT_CPU, blas__is_reference(lib) && share >= REFERENCE_SHARE,
+	verdict__claim(v, VERDICT_BLAS, blas__is_reference(lib) && share >= REFERENCE_SHARE,
 		       share > 1 ? 1 : share, "blas_gemm_sum",
 		       "%s spent %s in %llu CPU GEMMs at %.1f GFLOP/s, on the %s", who,
 		       human__ns((double)b.t.ns, d1, sizeof(d1)), (unsigned long long)b.t.count,
