@@ -44,7 +44,8 @@ STACK_REPORTS = ["cpu_sum", "gil_stacks", "offcpu_stacks"]
 # (the in-kernel aggregates' snapshots, a thread's last switch-out) and of the whole file (its
 # window, its threads' names, its CPU samples' stacks).
 ROW_ONLY = {"syscall_agg", "gil_agg", "gil_blame", "offcpu_exit", "trace_window",
-            "thread_names", "stack", "frame", "gil_holder", "gil_sample", "mem_leak_steps"}
+            "thread_names", "stack", "frame", "gil_holder", "gil_sample", "mem_leak_steps",
+            "ledger_unit", "ledger_entry", "ledger_input"}
 # The verdict's legend, its last line; the line saying what the server could not judge.
 LEGEND = "* = the rule holds"
 MORE = re.compile(r"^\s+\(\d+ more: ")

@@ -83,8 +83,7 @@ def test_hang_and_blocked_thread_judged_from_the_server(engine):
     waits in which collective of which communicator, for how long; which rank never came and
     where it is, from the snapshot's stack), and prints nccl_stragglers' sentences as it does;
     the late recording's: the same hang found on arrival (the edges' snapshots: the call and
-    line the ranks wait at, rank 2 elsewhere) and the same thread blocked in read for the whole
-    window. Every verdict line equal, nothing said to be judged without the snapshots. The
+    line the ranks wait at, rank 2 elsewhere, blocked in read) and the same ledger's lines. Every verdict line equal, nothing said to be judged without the snapshots. The
     whole job: the two files judged apart, as stats judges them merged."""
     dump, late = once("hung", hung_job)
     ch = shared(engine)
@@ -99,7 +98,9 @@ def test_hang_and_blocked_thread_judged_from_the_server(engine):
         eq(mine, theirs, f"{name}: the verdict from the server, line for line")
         check("open_at_edges_state" not in rest and "nccl_hang_state" not in rest,
               f"{name}: judged with the snapshots: {rest}")
-    check(any("was sleeping in read for the whole" in l for l in theirs),
+    # the thread blocked throughout: rank 2's, in the hang's line (the ledger's lines are the
+    # waiting ranks')
+    check("rank 2 is elsewhere: `load_batch` (hang_rank.py:54), sleeping in read" in theirs[0],
           f"the blocked thread's claim: {theirs}")
     # nccl_stragglers' sentences (who made the others wait, how long, in what) under its
     # table, from the server as from the file: the dump's 30 collectives of 4 ranks
@@ -122,10 +123,11 @@ def test_hang_and_blocked_thread_judged_from_the_server(engine):
 def unmerged_files_judged_apart(url, dump, late):
     """The two recordings of the same four processes, one job not merged: each file's threads
     apart (as merge's rank namespaces keep them, in merge's order: the file of rank 0 first),
-    so the job's verdict is stats' on the two merged: both hangs, and the blocked thread named
-    by the merged file's id (its namespace, 1 << 22, and its pid). sched's lines set aside: a
-    merged file clips its run slices to the earliest file's start, the server to each file's
-    own (docs/CLICKHOUSE.md, "Where it can differ")."""
+    so the job's verdict is stats' on the two merged: both hangs. sched's and the ledger's lines
+    set aside: a merged file clips its run slices to the earliest file's start and weighs its
+    threads over one window, the server each file's over its own (docs/CLICKHOUSE.md, "Where
+    it can differ"); the server's ledger is the late file's, its thread named by its id there
+    (its namespace, 1 << 22, and its pid)."""
     def merge():
         merged = os.path.join(keep_tmpdir(), "pair.bst")
         p = run([BPFSIGHT, "merge", "-o", merged, dump, late], timeout=120)
@@ -133,12 +135,13 @@ def unmerged_files_judged_apart(url, dump, late):
         return merged
     merged = once("pair", merge)
     mine, theirs, _ = verdicts(url, merged)
-    mine, theirs = ([l for l in v if "(-r sched_sum)" not in l and "(-r offcpu_stacks)" not in l]
-                    for v in (mine, theirs))
-    blocked = [l for l in theirs if "was sleeping in read for the whole" in l]
-    check(len(blocked) == 1 and re.search(r"\(main thread, pid (\d+)\)", blocked[0]) and
-          int(re.search(r"pid (\d+)", blocked[0]).group(1)) >> 22 == 1,
-          f"the merged file names the late file's thread in its namespace: {blocked}")
+    # The ledger's lines: the server's are the file's whose unit weighs the most, each file's
+    # threads over its own window; a merged file's one window is both files' (CLICKHOUSE.md)
+    ledger = [l for l in mine if "(-r ledger)" in l]
+    check(ledger and all(int(p) >> 22 == 1 for l in ledger for p in re.findall(r"pid (\d+)", l)),
+          f"the ledger's unit, of the late file, in its namespace: {mine}")
+    mine, theirs = ([l for l in v if "(-r sched_sum)" not in l and "(-r offcpu_stacks)" not in l
+                     and "(-r ledger)" not in l] for v in (mine, theirs))
     eq(mine, theirs, "the unmerged files' verdict from the server: the merged file's")
 
 

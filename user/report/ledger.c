@@ -11,33 +11,50 @@
 #include "ledger_int.h"
 #include "trace_model.h"
 
-/* Each kind's word and priority: where spans or frame rules overlap, the higher one wins. */
+/*
+ * Each kind's word, priority (where spans or frame rules overlap, the higher one wins) and key:
+ * one per kind, stable across releases (the ledger's rows in ClickHouse, ledger_rows.c).
+ */
 static const struct {
 	const char *name;
 	int prio;
+	const char *key;
 } kinds[LEDGER_KINDS] = {
-	[LEDGER_CODE] = { "CPU", 0 },
-	[LEDGER_INTERP] = { "CPU", 0 },
-	[LEDGER_FAULT] = { "faults", 0 },
-	[LEDGER_CPU] = { "CPU", 0 },
-	[LEDGER_RUNNABLE] = { "no CPU", 0 },
-	[LEDGER_GIL] = { "GIL", 100 },
-	[LEDGER_COLLECTIVE] = { "collective", 90 },
-	[LEDGER_GPU_SYNC] = { "GPU sync", 85 },
-	[LEDGER_API] = { "API", 80 },
-	[LEDGER_INPUT] = { "input", 70 },
-	[LEDGER_IDLE] = { "idle", 65 },
-	[LEDGER_LOCK] = { "lock", 60 },
-	[LEDGER_CHILD] = { "child", 55 },
-	[LEDGER_SLEEP] = { "sleep", 50 },
-	[LEDGER_IO] = { "I/O wait", 45 },
-	[LEDGER_SYSCALL] = { "syscall", 40 },
-	[LEDGER_BLOCKED] = { "blocked", 1 },
+	[LEDGER_CODE] = { "CPU", 0, "code" },
+	[LEDGER_INTERP] = { "CPU", 0, "interp" },
+	[LEDGER_FAULT] = { "faults", 0, "faults" },
+	[LEDGER_CPU] = { "CPU", 0, "cpu" },
+	[LEDGER_RUNNABLE] = { "no CPU", 0, "runnable" },
+	[LEDGER_GIL] = { "GIL", 100, "gil" },
+	[LEDGER_COLLECTIVE] = { "collective", 90, "collective" },
+	[LEDGER_GPU_SYNC] = { "GPU sync", 85, "gpu_sync" },
+	[LEDGER_API] = { "API", 80, "api" },
+	[LEDGER_INPUT] = { "input", 70, "input" },
+	[LEDGER_IDLE] = { "idle", 65, "idle" },
+	[LEDGER_LOCK] = { "lock", 60, "lock" },
+	[LEDGER_CHILD] = { "child", 55, "child" },
+	[LEDGER_SLEEP] = { "sleep", 50, "sleep" },
+	[LEDGER_IO] = { "I/O wait", 45, "io" },
+	[LEDGER_SYSCALL] = { "syscall", 40, "syscall" },
+	[LEDGER_BLOCKED] = { "blocked", 1, "blocked" },
 };
 
 const char *ledger__kind_name(enum ledger_kind k)
 {
 	return k < LEDGER_KINDS ? kinds[k].name : "?";
+}
+
+const char *ledger__kind_key(enum ledger_kind k)
+{
+	return k < LEDGER_KINDS ? kinds[k].key : "?";
+}
+
+int ledger__kind_of(const char *key)
+{
+	for (int k = 0; key && k < LEDGER_KINDS; k++)
+		if (!strcmp(kinds[k].key, key))
+			return k;
+	return -1;
 }
 
 int ledger__kind_prio(enum ledger_kind k)

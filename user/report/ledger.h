@@ -54,6 +54,10 @@ enum ledger_kind {
 
 /* "lock", "CPU", ...: the kind's word in tables and JSON. */
 const char *ledger__kind_name(enum ledger_kind k);
+/* "lock", "interp", ...: the kind's key, one per kind (rows that are read back). */
+const char *ledger__kind_key(enum ledger_kind k);
+/* The kind whose key is KEY, -1 when none is. */
+int ledger__kind_of(const char *key);
 
 /* A span's priority: higher wins where spans overlap (ledger.c's table). */
 int ledger__kind_prio(enum ledger_kind k);
@@ -205,6 +209,11 @@ struct ledger_unit {
 	__u64 total_ns;	   /* its threads' time in the recording, summed */
 	__u32 job_threads; /* the job's threads busy at once at most, */
 	__u32 cpus;	   /* on this many CPUs */
+	/*
+	 * The weight it was chosen by (its threads' time engaged: the best candidate's, before a
+	 * driving main thread of its process takes its place): two files' units compared so.
+	 */
+	__u64 score;
 };
 
 /*
@@ -242,6 +251,17 @@ struct ledger_check {
 
 /* The next thread read at both edges (start with *IT = 0): 1, 0 past the last. */
 int ledger__check(const struct ledger *l, size_t *it, struct ledger_check *c);
+
+/*
+ * ---- a ledger given (stats --from: what the pass that rendered a file's rows found) ----
+ * The ledger is then those answers alone: built, with a timeline.
+ */
+
+/* The critical unit U and its entries E (N, the largest first; their strings copied). 0, -errno. */
+int ledger__give_unit(struct ledger *l, const struct ledger_unit *u, const struct ledger_entry *e,
+		      size_t n);
+/* Thread TID of PID's time in entries of KIND (ledger__time_in's answer). 0, -ENOMEM. */
+int ledger__give_time_in(struct ledger *l, __u32 pid, __u32 tid, enum ledger_kind kind, __u64 ns);
 
 /* An entry in words: "waited for a threading.Lock at `worker` (lock.py:10)" (PLURAL: of a
  * pool, "were ..."). Into BUF. */

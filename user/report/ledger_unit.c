@@ -232,7 +232,7 @@ static int better(const struct cand *x, const struct cand *y)
 
 #define MAIN_BUSY 0.5 /* a main thread engaged this much of its time drives the job */
 
-static int pick(struct ledger *l, struct cand *best)
+static int pick(struct ledger *l, struct cand *best, __u64 *top)
 {
 	struct cand *c = NULL, *b = NULL;
 	size_t nc = 0, cc = 0;
@@ -316,6 +316,7 @@ static int pick(struct ledger *l, struct cand *best)
 	 * a trainer waiting for the GIL its helper holds, a loop fanning work out to a pool) or
 	 * is nearly as engaged as the best.
 	 */
+	*top = b ? b->score : 0;
 	for (size_t k = 0; b && k < nc; k++)
 		if (c[k].main && c[k].pid == b->pid && !b->main && c[k].score &&
 		    ((double)c[k].score >= MAIN_BUSY * (double)c[k].total ||
@@ -765,12 +766,12 @@ int ledger__units(struct ledger *l)
 	size_t n = 0;
 	__u32 root, cpus = 0;
 	double demand = 0;
-	__u64 ready = 0;
+	__u64 ready = 0, top = 0;
 	struct hkey key;
 	size_t it = 0;
 	int err;
 
-	err = l->timeline ? pick(l, &best) : -ENOENT;
+	err = l->timeline ? pick(l, &best, &top) : -ENOENT;
 	if (err)
 		return err == -ENOENT ? 0 : err;
 	for (size_t i = 0; i < l->nthr; i++) /* the unit's process: its entries, its waker's */
@@ -828,6 +829,7 @@ int ledger__units(struct ledger *l)
 	l->unit.tid = best.tid;
 	l->unit.nthreads = best.main ? 1 : best.n;
 	l->unit.cpus = cpus;
+	l->unit.score = top;
 	l->unit.job_threads = ready ? (__u32)(demand / (double)ready + 0.5) : 0;
 	if (l->unit.nthreads > 1) {
 		char first[64] = "", last[64] = "";

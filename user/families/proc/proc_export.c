@@ -239,6 +239,10 @@ static void proc_stack_keys(struct ex_sink *s, void *st, const struct trace_stac
 }
 
 static const struct ex_rows proc_rows = {
+	.new = proc_ledger_rows__new,
+	.free = proc_ledger_rows__free,
+	.record = proc_ledger_rows__record,
+	.end = proc_ledger_rows__end,
 	.stack = proc_stack_keys,
 };
 

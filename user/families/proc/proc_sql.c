@@ -236,6 +236,58 @@ static const struct ch_report ch_open_at_edges_state = {
 	.needs = "blas_api,cublas_api,cuda_api,cudnn_api,nccl_api", /* the API calls by thread */
 };
 
+/*
+ * ledger_rows.c's rows: each file's critical unit (`unit`), its entries (`entry`, the largest
+ * first) and its threads' time waiting for a DataLoader's batch (`input`), with the files'
+ * rank namespaces (the waker's too); stats --from's verdict takes the unit of the largest
+ * weight among the files' (docs/CLICKHOUSE.md, "Where it can differ").
+ */
+static const struct ch_col ch_ledger_cols[] = {
+	{ "file_id", "File", 't' },
+	{ "row", "Row", 't' },
+	{ "pid", "PID", 'u' },
+	{ "tid", "TID", 'u' },
+	{ "name", "Name", 't' },
+	{ "i", "I", 'u' },
+	{ "threads", "Threads", 'u' },
+	{ "total_ns", "Total (ns)", 'u' },
+	{ "job_threads", "Job Threads", 'u' },
+	{ "cpus", "CPUs", 'u' },
+	{ "score", "Score", 'u' },
+	{ "entry", "Entry", 't' },
+	{ "where", "Where", 't' },
+	{ "inside", "Inside", 't' },
+	{ "ns", "Time (ns)", 'u' },
+	{ "oncpu_ns", "On CPU (ns)", 'u' },
+	{ "runnable_ns", "Runnable (ns)", 'u' },
+	{ "own_ns", "Own (ns)", 'u' },
+	{ "waker", "Waker", 'u' },
+	{ "waker_ns", "Waker's (ns)", 'u' },
+	{ "waker_where", "Waker Where", 't' },
+	{ "idle", "Idle", 'u' },
+	{ "own", "Own", 'u' },
+	{},
+};
+
+static const struct ch_report ch_verdict_ledger = {
+	.name = "verdict_ledger",
+	.cols = ch_ledger_cols,
+	.sql = "SELECT file_id, substring(kind, 8), " CH_NS_ID("pid") ", " CH_NS_ID("tid") ", name, " CH_ARG_U("i") ", " CH_ARG_U("threads") ", " CH_ARG_U("total_ns") ", " CH_ARG_U("job_threads") ", " CH_ARG_U("cpus") ", " CH_ARG_U(
+		"score") ", "
+			 "visitParamExtractString(args, 'entry'), visitParamExtractString(args, 'where'), "
+			 "visitParamExtractString(args, 'inside'), " CH_ARG_U("ns") ", " CH_ARG_U("oncpu_ns") ", " CH_ARG_U("runnable_ns") ", " CH_ARG_U(
+				 "own_ns") ", "
+					   "if(" CH_ARG_U("waker") " > 0, " CH_NS_ID(CH_ARG_U("waker")) ", 0), " CH_ARG_U("waker_ns") ", visitParamExtractString(args, 'waker_where'), " CH_ARG_U(
+						   "idle") ", " CH_ARG_U("own") " "
+										"FROM (SELECT file_id, file, seq, pid, tid, kind, name, args FROM " CH_DB
+										".events "
+										"WHERE {W} AND kind IN ('ledger_unit', 'ledger_entry', 'ledger_input')) AS lhs "
+										"ANY LEFT JOIN (" CH_THREAD_NS
+										") AS jl1 USING file_id, file, pid, tid "
+										"ORDER BY file, seq FORMAT TabSeparated",
+	.needs = "ledger_unit",
+};
+
 static const struct ch_report *const proc_sql_reports[] = {
 	&ch_ranks,
 	&ch_rank_waits,
@@ -245,6 +297,7 @@ static const struct ch_report *const proc_sql_reports[] = {
 static const struct ch_report *const proc_sql_inputs[] = {
 	&ch_verdict_snaps,
 	&ch_open_at_edges_state,
+	&ch_verdict_ledger,
 	NULL,
 };
 
