@@ -325,3 +325,31 @@ def test_oversub():
 
 def test_mutex():
     run_job("mutex")
+
+
+def test_top_ledger_view_of_the_lock_job():
+    """`top -p PID --ledger` (batch, five intervals): each interval's ledger of the lock job, in
+    the verdict's words: its pool w0..w3 waiting for the threading.Lock at the worker's line. Its
+    main thread sleeps in a read of its stdin throughout, a sleep begun before any interval:
+    no record of it comes while top runs (its switch-in would write it), and its own clocks say
+    it never ran, so no interval says it did."""
+    need_root()
+    job, first = start("lock")
+    try:
+        pid = first["pid"]
+        p = run([BPFSIGHT, "top", "-b", "-n", "5", "--ledger", "-p", str(pid)],
+                env=dict(os.environ, COLUMNS="250"), timeout=120)
+        eq(p.returncode, 0, p.stderr[-600:])
+    finally:
+        job.kill()
+        job.wait()
+    frames = [f for f in p.stdout.split("\n\n") if f.startswith("top - ")]
+    check(len(frames) >= 5, f"five frames: {p.stdout[-2000:]}")
+    lines = [l for f in frames for l in f.splitlines()[3:]]
+    check(any(re.match(rf" . lock +[\d.]+%  w0\.\.w3 \(4 threads of pid {pid}\) waited for a "
+                       r"threading\.Lock at `job_lock\.<locals>\.worker` \(ledger_jobs\.py:"
+                       rf"{first['lines']['lock_acquire']}\)", l) for l in lines),
+          f"the pool waiting for the lock at its line, in an interval:\n{p.stdout}")
+    ran = [l for l in lines if re.search(rf"MainThread \(main thread, pid {pid}\) ran on a CPU", l)
+           and float(re.match(r" . \S+(?: \S+)? +([\d.]+)%", l).group(1)) >= 20]
+    eq(ran, [], "the main thread, asleep throughout, said to run")

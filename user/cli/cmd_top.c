@@ -79,6 +79,12 @@ static int ledger_lines(void *st, const struct trace_model *m, __u64 from, __u64
 	return ledger__build(st, m) ? 0 : verdict_ledger__text(st, m, f);
 }
 
+static void ledger_clock(void *st, __u32 pid, __u32 tid, __u64 ts, __u64 cpu_ns, __u64 delay_ns,
+			 int end)
+{
+	ledger__clock(st, pid, tid, ts, cpu_ns, delay_ns, end);
+}
+
 static void ledger_free(void *st)
 {
 	ledger__free(st);
@@ -88,6 +94,7 @@ static const struct top_ledger_ops ledger_view = {
 	.new = ledger_new,
 	.add = ledger_add,
 	.lines = ledger_lines,
+	.clock = ledger_clock,
 	.free = ledger_free,
 };
 

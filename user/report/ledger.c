@@ -952,6 +952,51 @@ static void quick(struct ledger *l, struct lthread *t)
 	t->throughout_q = longest * 10 >= t->total * 9;
 }
 
+/*
+ * A live interval (top's, ledger__set_window): a thread asleep at its end has no record of that
+ * sleep yet (its switch-in writes it), and its timeline alone would count the sleep as time on
+ * a CPU. Its own clocks at the interval's edges (ledger__clock) say how long it ran: the time
+ * the timeline has on a CPU beyond that is the sleep under way, from the interval's end back
+ * (after its last switch-in), blocked in what is not known; of it, ready to run, what its
+ * clock's wait for a CPU has beyond the intervals'. Less than a tick of it is the two
+ * clocks' difference, not a sleep.
+ */
+#define TAIL_MIN_NS 4000000ull /* a tick at HZ=250 */
+
+static void tail_asleep(struct lthread *t, __u64 start, __u64 end)
+{
+	__u64 off = 0, run = 0, last = t->born > start ? t->born : start, cpu, delay, on, e;
+	struct loff *o;
+
+	if (!t->clk_ts[0] || !t->clk_ts[1] || (t->died && t->died < end))
+		return;
+	for (size_t i = 0; i < t->noff; i++) {
+		__u64 a = t->off[i].out > start ? t->off[i].out : start;
+		__u64 b = t->off[i].in < end ? t->off[i].in : end;
+
+		if (b > a) {
+			off += b - a;
+			run += t->off[i].run < b - a ? t->off[i].run : b - a;
+		}
+		if (b > last)
+			last = b;
+	}
+	cpu = t->clk_cpu[1] - t->clk_cpu[0];
+	delay = t->clk_delay[1] - t->clk_delay[0];
+	on = end - (t->born > start ? t->born : start) - off;
+	if (on <= cpu + TAIL_MIN_NS || end <= last)
+		return;
+	e = on - cpu < end - last ? on - cpu : end - last;
+	if (array__grow((void **)&t->off, t->noff, &t->coff, sizeof(*t->off)))
+		return;
+	o = &t->off[t->noff++];
+	memset(o, 0, sizeof(*o));
+	o->out = end - e;
+	o->in = end;
+	o->run = delay > run ? (delay - run < e ? delay - run : e) : 0;
+	o->blocked = o->run < e;
+}
+
 /* Build as ALL (every thread: the report's rows) or as the verdict needs (ledger_unit.c). */
 static int build(struct ledger *l, const struct trace_model *m, int all)
 {
@@ -972,6 +1017,8 @@ static int build(struct ledger *l, const struct trace_model *m, int all)
 		}
 		l->start = start;
 		l->end = end;
+		for (size_t i = 0; l->win_end > l->win_start && i < l->nthr; i++)
+			tail_asleep(&l->thr[i], start, end);
 		for (size_t i = 0; i < l->nthr; i++)
 			quick(l, &l->thr[i]);
 	}

@@ -120,6 +120,9 @@ struct top_ledger_ops {
 	void (*add)(void *st, const struct bs_hdr *rec, const struct trace_model *m);
 	/* The lines into F; how many (0: nothing to say yet). */
 	int (*lines)(void *st, const struct trace_model *m, __u64 from, __u64 to, FILE *f);
+	/* A thread's own clocks at the interval's start (END 0) or end (ledger__clock). */
+	void (*clock)(void *st, __u32 pid, __u32 tid, __u64 ts, __u64 cpu_ns, __u64 delay_ns,
+		      int end);
 	void (*free)(void *st);
 };
 

@@ -89,10 +89,10 @@ static void cut_polled(struct top *t, int fi, __u64 now)
  * process /proc no longer has is gone, its exit record lost or still on its way: it goes
  * after this frame, as if the record had come.
  */
-static double cpu_share(const struct top *t, struct top_thread *th, __u64 span)
+static double cpu_share(const struct top *t, struct top_thread *th, __u64 now, __u64 span)
 {
 	char path[32];
-	__u64 ns;
+	__u64 ns, delay = 0;
 	double pct = 0;
 	int err;
 
@@ -104,7 +104,7 @@ static double cpu_share(const struct top *t, struct top_thread *th, __u64 span)
 			th->flags |= TOP_ROW_EXITED;
 		return 0;
 	}
-	err = top_cpu__read(th->pid, th->tid, &ns);
+	err = top_cpu__read(th->pid, th->tid, &ns, &delay);
 	/*
 	 * Gone from /proc, its EXIT record not here yet (the ring is behind the cut): kept for
 	 * the record's CPU time, counted at the next cut, for at most a few cuts.
@@ -122,6 +122,17 @@ static double cpu_share(const struct top *t, struct top_thread *th, __u64 span)
 	}
 	if (err)
 		return 0;
+	/*
+	 * The ledger view's clocks of the interval: a thread asleep since before it has no
+	 * record in it yet (its switch-in writes it), which the ledger's timeline alone would
+	 * count as time on a CPU.
+	 */
+	if (t->ledger && th->cpu_known && ns >= th->cpu_ns) {
+		t->ledger_ops->clock(t->ledger, th->pid, th->tid, t->last_cut, th->cpu_ns,
+				     th->delay_ns, 0);
+		t->ledger_ops->clock(t->ledger, th->pid, th->tid, now, ns, delay, 1);
+	}
+	th->delay_ns = delay;
 	if (th->cpu_known && ns >= th->cpu_ns)
 		pct = (ns - th->cpu_ns) * 100.0 / span;
 	if (pct > 100) /* the interval's clock and the scheduler's disagree by a tick */
@@ -148,7 +159,7 @@ static int thread_row(struct top *t, struct top_thread *th, struct top_frame *fr
 		return -ENOMEM;
 	r->pid = th->pid;
 	r->tid = th->tid;
-	r->val[0] = cpu_share(t, th, span);
+	r->val[0] = cpu_share(t, th, fr->now, span);
 	r->flags = th->flags;
 	row_name(t, th->pid, th->tid, r->name);
 	for (__u32 c = 1; c < t->ncols; c++) {

@@ -49,7 +49,7 @@ struct top_thread *top__thread(struct top *t, __u32 pid, __u32 tid)
 	top_role__born(t, th);
 	/* A thread seen for the first time has run before: its CPU% counts from now. */
 	if (tid && !t->replay)
-		th->cpu_known = !top_cpu__read(pid, tid, &th->cpu_ns);
+		th->cpu_known = !top_cpu__read(pid, tid, &th->cpu_ns, &th->delay_ns);
 	return th;
 }
 
@@ -66,7 +66,7 @@ static struct top_thread *event_thread(struct top *t, __u32 pid, __u32 tid)
 
 	if (th || t->replay)
 		return th ? th : top__thread(t, pid, tid);
-	if (tid && !top_cpu__read(pid, tid, &ns))
+	if (tid && !top_cpu__read(pid, tid, &ns, NULL))
 		return top__thread(t, pid, tid);
 	th = hmap__get(t->threads, (struct hkey){ pid, 0 }, 0);
 	if (th)

@@ -60,7 +60,9 @@ static int entry_row(struct ex_sink *s, const struct ledger_unit *u, const struc
 		{ .key = "own_ns", .kind = EX_UINT, .u = e->own_ns },
 		{ .key = "waker", .kind = EX_UINT, .u = e->waker },
 		{ .key = "waker_ns", .kind = EX_UINT, .u = e->waker_ns },
-		{ .key = "waker_where", .kind = EX_TEXT, .s = e->waker_where ? e->waker_where : "" },
+		{ .key = "waker_where",
+		  .kind = EX_TEXT,
+		  .s = e->waker_where ? e->waker_where : "" },
 		{ .key = "idle", .kind = EX_UINT, .u = e->idle },
 		{ .key = "own", .kind = EX_UINT, .u = e->own },
 	};
