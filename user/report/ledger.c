@@ -212,7 +212,8 @@ __u32 ledger__ready_class(struct ledger *l, __u32 cls)
 	if (cls == LCLASS_NONE)
 		return LCLASS_NONE;
 	c = &l->cls[cls];
-	if (c->kind == LEDGER_RUNNABLE)
+	/* a poll that yields (sched_yield) is ready to run by design: the wait's, idle */
+	if (c->kind == LEDGER_RUNNABLE || c->kind == LEDGER_IDLE)
 		return cls;
 	/* its own code's place: what it ran is the samples' to say, not this */
 	return make_class(l, LEDGER_RUNNABLE, c->kind == LEDGER_CODE ? "" : c->what, c->where, 0,

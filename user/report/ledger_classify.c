@@ -140,6 +140,8 @@ enum ledger_kind ledger__kind_of_syscall(int nr)
 		return LEDGER_CHILD;
 	case 202: /* futex */
 		return LEDGER_LOCK;
+	case 24: /* sched_yield: a thread that polls gives its CPU away, waiting for work */
+		return LEDGER_IDLE;
 	default:
 		return LEDGER_SYSCALL;
 	}
