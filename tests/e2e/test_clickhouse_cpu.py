@@ -105,12 +105,11 @@ def test_stack_reports_and_cpu_rules_from_the_server(engine):
         check(not re.search(r"\bcpu\b|gil_stacks|offcpu_stacks",
                             " ".join(l.split(": ", 1)[1] for l in rest)),
               f"{name}: cpu's rules and the stacks judged there: {rest}")
-        # the workload's own truth: its blocks faulted in, its naps off the CPU, the GIL
-        # held by its code, the code that ran most
+        # the workload's own truth: its blocks faulted in, the GIL held by its code, the code
+        # its main thread ran most (the ledger's line: its time on a CPU by place)
         for want in (r"faults .* page faults .* gave back and faulted in again",
-                     r"off-CPU .*\(-r offcpu_stacks\)",
                      r"holders were running .*cpu_gil_faults\.py",
-                     r"CPU .* the most ran .*\(-r cpu_sum\)"):
+                     r"CPU .* ran on a CPU .*: `churn` \(cpu_gil_faults\.py:\d+.*\(-r ledger\)"):
             check(any(re.search(want, l) for l in theirs), f"{want!r} in {theirs}")
     p = run([BPFSIGHT, "ship", merged, "--to", ch.url("merged"), "--spool",
              os.path.join(tmpdir(), "spool")], timeout=600)
