@@ -593,6 +593,9 @@ int sched_stop_iter_btf(struct bpf_iter__task *ctx)
 	if (!sched_stop_ns || !ts->out_ts || ts->out_ts >= sched_stop_ns ||
 	    !switch_in(ts, sched_stop_ns, &iv))
 		return 0;
+	/* the CPU it last ran on, as its switch-in's record would say: not the iterator's (the
+	 * recorder's), which the ledger would count among the job's CPUs */
+	iv.cpu = BPF_CORE_READ(t, thread_info.cpu);
 	offcpu_write(&iv, t->tgid, t->pid, 1);
 	return 0;
 }

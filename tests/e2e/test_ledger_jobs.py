@@ -157,6 +157,8 @@ def parts(name, unit_tids, wall, threads, clocks):
     if label == "CPU":
         region_part = reg[1]
         out = {"CPU": cpu, "no CPU": ready}
+        if name == "oversub":  # the op's time off the CPU: waiting for its intra-op threads
+            out["lock"] = reg[0] - reg[1] - reg[2]
     else:
         region_part = reg[0] - reg[2]
         out = {label: region_part, "CPU": cpu, "no CPU": ready}
@@ -306,7 +308,8 @@ def test_numpy_mem():
 def test_oversub():
     """Who had the job's one CPU while its main thread waited for it: the job's own threads as
     often as they ran on it (their schedstat's time on a CPU over the time), the rest other
-    processes (CI's other tests)."""
+    processes (CI's other tests). Its op's time off the CPU is its wait for its intra-op
+    threads (a futex): on a quiet machine the largest part."""
     head, claims, rows, truths, threads, wall = run_job("oversub")
     ready = [c for c in claims if re.match(r" . no CPU ", c)]
     check(ready, "a line of the time ready to run\n" + "\n".join(claims))
@@ -315,8 +318,8 @@ def test_oversub():
     own = re.search(r"; the job's own threads had the CPUs \((\d+) of its threads wanted its 1 "
                     r"CPU\)", ready[0])
     check(m or own, ready[0])
-    if own:
-        check(held >= 0.40 and int(own.group(1)) >= 8,
+    if own:  # more of its threads than its one CPU wanted it, at most all of them
+        check(held >= 0.40 and 2 <= int(own.group(1)) <= len(threads),
               f"the job's threads held its CPU {held:.2f} of the time\n{ready[0]}")
     else:
         check(abs((100 - int(m.group(1))) / 100 - held) <= 0.15,
