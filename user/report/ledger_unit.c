@@ -41,9 +41,11 @@ static int idle_call(const struct lthread *t, enum ledger_kind kind, const char 
 /*
  * V[0..N) (elements of SIZE bytes, each starting with its u64 time) sorted by time, from the
  * sorted runs that start at RUNS[0..NRUNS) (each thread's, in its order): merged two by two,
- * n log(runs), not a sort of them all. 0, -ENOMEM.
+ * n log(runs), not a sort of them all. 0, -ENOMEM. Inlined: each caller's SIZE a constant,
+ * an element's copy is a few moves, not a call (bench/RESULTS.md, "The ledger's cost").
  */
-static int merge_runs(void *v, size_t n, size_t size, size_t *runs, size_t nruns)
+static inline __attribute__((always_inline)) int merge_runs(void *v, size_t n, size_t size,
+							    size_t *runs, size_t nruns)
 {
 	char *tmp = malloc(n * size + 1), *from = v, *to = tmp;
 
