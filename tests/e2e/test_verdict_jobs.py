@@ -224,8 +224,9 @@ time.sleep(60)
 def test_spinning_progress_thread_is_waiting_by_design():
     """A thread polling without blocking and yielding between polls is a library's thread
     waiting for work (NCCL's socket progress thread beside a hung rank, seen on an H100): the
-    verdict says its system calls, flagged by design, never as a holding claim. Counted in
-    --osrt-mode exact (-p's default, blocked, sees none of these calls: none of them sleeps)."""
+    verdict says its polls as waiting for work by design, never as a holding claim, on a loaded
+    machine too. In --osrt-mode exact (-p's default, blocked, sees none of these calls: none of
+    them sleeps; a yield then looks like a preemption, docs/USAGE.md)."""
     need_root()
     job = spawn([DEBIAN_PY, "-c", SPINNER])
     try:
@@ -236,10 +237,16 @@ def test_spinning_progress_thread_is_waiting_by_design():
         eq(p.returncode, 0, p.stderr[-600:])
         head, claims = verdict_lines(path)
         said = f"{head}\n" + "\n".join(claims)
-        spin = [c for c in claims if re.search(rf"\(tid \d+, pid {pid}\) was in system calls "
-                                               r".*sched_yield", c)]
-        check(spin, f"the spinning thread's system calls said\n{said}")
-        check(all(not c.startswith(" *") and "by design" in c for c in spin), said)
+        # Its time in sched_yield, on a CPU and ready to run after each yield, is waiting for
+        # work (the ledger's idle line; osrt's line of its system calls gives way to it), never
+        # a claim that holds, never "short of CPU" (a loaded machine: ready to run after each
+        # yield). On a quiet one the yields return at once: its time is its poll loop's code
+        # (said as what it ran).
+        yields = [c for c in claims if "sched_yield" in c]
+        check(all(c.startswith("   idle ") and f"pid {pid}) waited for work (sched_yield)" in c
+                  for c in yields), said)
+        check(not head.startswith("Verdict: short of CPU") and
+              not any(c.startswith(" * no CPU") for c in claims), said)
     finally:
         job.kill()
         job.wait()

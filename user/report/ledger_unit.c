@@ -530,6 +530,36 @@ static __u64 own_time(const struct step *s, size_t n, __u64 a, __u64 b, __u32 cp
 	return own;
 }
 
+/*
+ * Segment G of T, ready to run in an idle class C (a poll that yields its CPU, ledger.c's
+ * ledger__ready_class): the class's entry's, made where the poll had no time of its own yet.
+ */
+static int add_idle(struct lthread *t, const struct lseg *g, const struct lclass *c)
+{
+	struct ledger_entry *e = NULL;
+
+	for (size_t i = t->ne; i-- > 0 && !e;)
+		if (t->e[i].cls == g->cls && t->e[i].kind == LEDGER_IDLE)
+			e = &t->e[i];
+	if (!e) {
+		e = realloc(t->e, (t->ne + 1) * sizeof(*e));
+		if (!e)
+			return -ENOMEM;
+		t->e = e;
+		e = &t->e[t->ne++];
+		*e = (struct ledger_entry){ .kind = LEDGER_IDLE,
+					    .what = c->what,
+					    .where = c->where,
+					    .idle = 1,
+					    .own = c->own,
+					    .inside = c->inside,
+					    .cls = g->cls };
+	}
+	e->ns += g->end - g->ts;
+	e->runnable_ns += g->end - g->ts;
+	return 0;
+}
+
 /* A thread's time ready to run outside any wait, an entry per place: who had the CPUs. */
 static int add_runnable(struct ledger *l, struct lthread *t, const struct step *s, size_t n,
 			__u32 cpus, double *demand, __u64 *ready)
@@ -544,8 +574,15 @@ static int add_runnable(struct ledger *l, struct lthread *t, const struct step *
 		const struct lseg *g = &t->seg[k];
 		const struct lclass *c;
 
-		if (g->state != LSTATE_RUNNABLE || g->cls == LCLASS_NONE ||
-		    (c = &l->cls[g->cls])->kind != LEDGER_RUNNABLE)
+		if (g->state != LSTATE_RUNNABLE || g->cls == LCLASS_NONE)
+			continue;
+		c = &l->cls[g->cls];
+		if (c->kind == LEDGER_IDLE) { /* a poll's yield: the poll's, by design */
+			if (add_idle(t, g, c))
+				goto nomem;
+			continue;
+		}
+		if (c->kind != LEDGER_RUNNABLE)
 			continue;
 		if (!(j = hmap__get(at, (struct hkey){ g->cls, 0 }, 1)))
 			goto nomem;

@@ -622,8 +622,12 @@ static void order_by_ledger(struct verdict *v)
 	sort_ctx = v;
 	qsort(ents, ne, sizeof(ents[0]), ledger_cmp);
 	sort_ctx = NULL;
-	/* the largest entry is where most of the time went: the headline, if it is not a sliver */
-	if (v->claims[ents[0]].share >= LEDGER_HEADLINE_SHARE)
+	/*
+	 * the largest entry is where most of the time went: the headline, if it is not a sliver,
+	 * nor waiting for work by design (a poll, an idle pool: said, no bottleneck)
+	 */
+	if (v->claims[ents[0]].share >= LEDGER_HEADLINE_SHARE &&
+	    v->claims[ents[0]].kind != VERDICT_IDLE)
 		v->claims[ents[0]].holds = 1;
 	for (int k = 0; k < v->nclaims; k++)
 		if (leads(&v->claims[v->order[k]]) && v->claims[v->order[k]].parent == v->order[k])
