@@ -100,8 +100,9 @@ def test_hang_and_blocked_thread_judged_from_the_server(engine):
               f"{name}: judged with the snapshots: {rest}")
     # the thread blocked throughout: rank 2's, in the hang's line (the ledger's lines are the
     # waiting ranks')
-    check("rank 2 is elsewhere: `load_batch` (hang_rank.py:54), sleeping in read" in theirs[0],
-          f"the blocked thread's claim: {theirs}")
+    from test_hang import line_of
+    check(f"rank 2 is elsewhere: `load_batch` (hang_rank.py:{line_of('READ')}), sleeping in read"
+          in theirs[0], f"the blocked thread's claim: {theirs}")
     # nccl_stragglers' sentences (who made the others wait, how long, in what) under its
     # table, from the server as from the file: the dump's 30 collectives of 4 ranks
     mine = notes(run([BPFSIGHT, "stats", "--from", url, "--file", dump, "-r",
