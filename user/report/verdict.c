@@ -596,6 +596,9 @@ static int ledger_cmp(const void *a, const void *b)
 	const struct claim *x = &sort_ctx->claims[*(const int *)a];
 	const struct claim *y = &sort_ctx->claims[*(const int *)b];
 
+	/* waiting for work by design is said after what the unit did or waited in */
+	if ((x->kind == VERDICT_IDLE) != (y->kind == VERDICT_IDLE))
+		return x->kind == VERDICT_IDLE ? 1 : -1;
 	if (x->share != y->share)
 		return x->share < y->share ? 1 : -1;
 	return *(const int *)a - *(const int *)b;
@@ -624,7 +627,7 @@ static void order_by_ledger(struct verdict *v)
 	sort_ctx = NULL;
 	/*
 	 * the largest entry is where most of the time went: the headline, if it is not a sliver,
-	 * nor waiting for work by design (a poll, an idle pool: said, no bottleneck)
+	 * nor waiting for work by design (a poll, an idle pool: said last, no bottleneck)
 	 */
 	if (v->claims[ents[0]].share >= LEDGER_HEADLINE_SHARE &&
 	    v->claims[ents[0]].kind != VERDICT_IDLE)
