@@ -60,8 +60,11 @@ def test_gil_bound_service_is_claimed_for_the_process():
         eq(p.returncode, 0, p.stderr[-600:])
         head, claims = verdict_lines(path)
         check(head.startswith("Verdict: GIL-bound: "), f"{head}\n" + "\n".join(claims))
+        # the process and its pool said, holding or not: on a loaded machine its request
+        # threads live longer, ready to run, and their GIL share falls under the threshold
+        # (16% once, main's full run)
         proc = [c for c in claims if re.match(
-            rf" \* GIL +\d+\.\d% +python3\S* \(pid {pid}\): its (\d+) threads waited for the "
+            rf" [* ] GIL +\d+\.\d% +python3\S* \(pid {pid}\): its (\d+) threads waited for the "
             r"GIL .* of their .*; (\d+) of them lived under half the recording \(a pool\)", c)]
         check(proc, "a claim for the process and its pool:\n" + "\n".join(claims))
         check(any(re.search(r"the holders were running (Handler\.do_GET|serve_one) "
