@@ -681,8 +681,8 @@ out:
  * Every PLT stub objdump names ("<malloc@plt>") has that name here too, and the symbol just
  * before the PLT (_init, of size 0) does not swallow it: samples in stubs were credited to
  * _init on pyenv's libpython (issue 30). The .plt's first entry (objdump's "<X@plt-0x10>",
- * lazy binding's jump into ld.so) is _dl_runtime_resolve@plt: a sample in a function's first
- * call through the PLT was still _init's.
+ * lazy binding's jump into ld.so) is _dl_runtime_resolve@plt: a sample there had no name (an
+ * address in libpython).
  */
 static void check_plt(const char *path)
 {
