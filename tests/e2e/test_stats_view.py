@@ -212,6 +212,35 @@ def test_gil_bound_two_threads_verdict():
         check(int(line.split()[3]) > 0, f"a thread that never waited is shown: {line}")
 
 
+def test_a_main_thread_joining_its_threads_waits_by_design():
+    """A launched job whose main thread works first (--lead: a start as slow as a loaded
+    machine makes it), then joins its two CPU-bound threads, recorded without stacks: its
+    wait in join (a futex the exiting thread wakes) is waiting for its threads to finish, by
+    design, named so (the waker known: sched_waking sees it also when the wakeup is queued to
+    the sleeper's idle CPU), never the verdict's first line: the main thread leads by its own
+    work, or its threads do."""
+    need_root()
+    py = need_pyenv()
+    p, out = record([py, WORK, "--lead", "1.0", "cpu", "2", "1.5"], "-t", "gil,sched,osrt")
+    eq(p.returncode, 0, f"record: {p.stderr[-400:]}")
+    job = json.loads(p.stdout.strip().splitlines()[-1])
+    last = p.stderr.strip().splitlines()[-1]
+    check(re.match(r"bpfsight record: verdict: (?:CPU-bound|GIL-bound|short of CPU): "
+                   r"(?:cpu-0\.\.cpu-1 \(2 threads|main \(main thread)", last), last)
+    check("its threads' end" not in last, last)
+    rows = [r for r in stats(out, "ledger")["ledger"]
+            if r["unit"] == "thread" and r["tid"] == job["main_tid"]]
+    join = [r for r in rows if r["what"] == "its threads' end (a join)" and r["kind"] == "lock"]
+    said = "\n".join(f"{r['kind']} {r['what']} {r['time_ns']} idle={r['idle']}" for r in rows)
+    check(join and all(r["idle"] for r in join), f"the join named, by design:\n{said}")
+    joined = sum(r["time_ns"] for r in join)
+    gil = sum(r["time_ns"] for r in rows if r["kind"] == "GIL")
+    # the threads spin 1.5 s from the moment main sets them off and joins: main waits that
+    # long, in join or for the GIL in between; never longer than its own mode's time
+    check(joined + gil >= 1.45e9 and joined <= job["run_ns"],
+          f"join {joined} ns, GIL {gil} ns, the job's run {job['run_ns']} ns:\n{said}")
+
+
 def test_cpu_sum_for_people_and_python_only():
     """pyenv's CPython: no row per address, no unwind marker ranked, no _init (PLT stubs are
     FUNC@plt); --python: Python lines only, every sample's self time counted once."""

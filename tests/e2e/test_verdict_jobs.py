@@ -245,9 +245,13 @@ def test_spinning_progress_thread_is_waiting_by_design():
         # a claim that holds, never "short of CPU" (a loaded machine: ready to run after each
         # yield). On a quiet one the yields return at once: its time is its poll loop's code
         # (said as what it ran).
+        # (osrt's line of its system calls, where it explains the ledger's line of its
+        # non-blocking recvfrom polls on a loaded machine, says the same, not holding)
         yields = [c for c in claims if "sched_yield" in c]
-        check(all(c.startswith("   idle ") and f"pid {pid}) waited for work (sched_yield)" in c
-                  for c in yields), said)
+        check(yields and all(
+            (c.startswith("   idle ") and f"pid {pid}) waited for work (sched_yield)" in c) or
+            (c.startswith("   syscalls ") and "(a thread waiting for work, by design: not a "
+             "claim)" in c) for c in yields), said)
         check(not head.startswith("Verdict: short of CPU") and
               not any(c.startswith(" * no CPU") for c in claims), said)
     finally:

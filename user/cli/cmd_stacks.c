@@ -349,11 +349,14 @@ static int parse_args(int argc, char **argv, struct stacks_opts *o)
 }
 
 /* PID read into S; 0, or -errno after saying what failed. */
-static int read_one(struct snap_session *ss, pid_t pid, struct snap *s)
+static int read_one(struct snap_session *ss, pid_t pid, struct snap *s, int found)
 {
 	int err = snap_session__take(ss, pid, STACKS_WAIT_NS, s);
 
-	if (err) {
+	if (err == -ESRCH && found) { /* --all's, or a child: it ended after it was found */
+		pr_warn("pid %d exited before its stacks were read\n", pid);
+		snap__free(s);
+	} else if (err) {
 		pr_err("pid %d: %s: %s%s\n", pid, s->failure, strerror(-err),
 		       err == -EPERM || err == -EACCES ? " (needs root: CAP_BPF, CAP_PERFMON and "
 							 "CAP_SYS_PTRACE)"
@@ -432,9 +435,12 @@ int cmd_stacks(int argc, char **argv)
 		return 1;
 	}
 	for (int i = 0; i < n; i++) {
-		/* A named one that cannot be read fails the command; a child may have exited. */
-		if (read_one(ss, pids[i], &snaps[nread])) {
-			status |= i < roots;
+		/*
+		 * A named one that cannot be read fails the command; one --all found, or a child,
+		 * may have exited since (other jobs' ranks end as they please).
+		 */
+		if (read_one(ss, pids[i], &snaps[nread], o.all || i >= roots)) {
+			status |= i < roots && !o.all;
 			continue;
 		}
 		/* One process, or --each: each as it is read, as py-spy dump prints them. */
@@ -444,6 +450,8 @@ int cmd_stacks(int argc, char **argv)
 			print_text(&snaps[nread], &o, nread);
 		nread++;
 	}
+	if (!nread) /* all of --all's exited before they were read */
+		status = 1;
 	if (!o.json && !o.each && n > 1 && nread)
 		stacks_job__print(snaps, nread, snap_session__model(ss), o.native, o.active_only,
 				  stdout);

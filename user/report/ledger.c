@@ -128,6 +128,7 @@ void ledger__free(struct ledger *l)
 	free(l->unit_e);
 	free(l->feed_of);
 	hmap__free(l->threads);
+	hmap__free(l->tid_pid);
 	hmap__free(l->cls_of);
 	hmap__free(l->stack_cls);
 	hmap__free(l->strings);
@@ -621,6 +622,28 @@ static __u32 runnable_class(struct walk *w, __u64 ts)
 	return ledger__class_own(w->l, LEDGER_RUNNABLE, "", where, 0, own);
 }
 
+#define JOIN_NEAR 50000000ull /* a waker that ended this soon after the wakeup was joined */
+
+/*
+ * Class CLS of a wait in interval O, or a join's where its waker, a thread of the same
+ * process, ended right after waking it (pthread_join's futex, Thread.join's lock released at
+ * the thread's end): waiting for threads to finish is theirs to carry, by design, as the
+ * stacks' Thread.join is (ledger_classify.c); known without stacks too.
+ */
+static __u32 join_class(struct walk *w, const struct loff *o, __u32 cls)
+{
+	const struct lclass *c = &w->l->cls[cls];
+	const struct lthread *wt;
+	__u64 wake = o->in - o->run;
+
+	if (c->idle || (c->kind != LEDGER_LOCK && c->kind != LEDGER_BLOCKED) || !o->waker ||
+	    o->waker == w->t->tid || !(wt = ledger__thr(w->l, w->t->pid, o->waker, 0)) ||
+	    !wt->died || wt->died < wake || wt->died - wake > JOIN_NEAR)
+		return cls;
+	return ledger__class_own(w->l, LEDGER_LOCK, "its threads' end (a join)", c->where, 1,
+				 c->own);
+}
+
 /* [A, B) of state STATE (off-CPU: inside interval O), under span S (NULL: none). */
 static void sub_piece(struct walk *w, __u64 a, __u64 b, int state, const struct loff *o,
 		      const struct lspan *s)
@@ -674,7 +697,8 @@ static void sub_piece(struct walk *w, __u64 a, __u64 b, int state, const struct 
 				 : ledger__class_own(w->l, sc->kind, sc->what, w->l->cls[cls].where,
 						     sc->idle, w->l->cls[cls].own);
 	} else if (cls == LCLASS_NONE && scls != LCLASS_NONE) {
-		if (s->nr >= 0 && !o->stack && state == LSTATE_BLOCKED) {
+		if (s->nr >= 0 && !o->stack && state == LSTATE_BLOCKED &&
+		    join_class(w, o, scls) == scls) {
 			/* where it was: its stacked waits in that call (spread) */
 			hmap_add(w, w->nr_wait, (struct hkey){ (__u64)s->nr, (__u64)state }, b - a);
 			add_seg(w, a, b, scls, state);
@@ -684,6 +708,7 @@ static void sub_piece(struct walk *w, __u64 a, __u64 b, int state, const struct 
 	}
 	if (cls == LCLASS_NONE)
 		cls = ledger__class(w->l, LEDGER_BLOCKED, "", "", 0);
+	cls = join_class(w, o, cls);
 	if (state == LSTATE_RUNNABLE) {
 		add_seg(w, a, b, ledger__ready_class(w->l, cls), state);
 		return;

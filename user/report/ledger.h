@@ -188,6 +188,7 @@ struct ledger_entry {
 	__u64 oncpu_ns, runnable_ns; /* of NS, on a CPU and ready to run (the rest blocked) */
 	__u64 own_ns;		 /* LEDGER_RUNNABLE: of NS, the job's own threads had every CPU */
 	__u32 waker;		 /* the thread that ended most of its blocked time (0: none) */
+	__u32 waker_pid;	 /* its process (0: not a traced thread's) */
 	__u64 waker_ns;		 /* that thread's part */
 	const char *waker_where; /* where that thread was before it woke this one ("": ?) */
 	unsigned idle : 1;	 /* waiting for work, by design */

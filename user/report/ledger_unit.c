@@ -629,6 +629,24 @@ static const struct lthread *thread_of(const struct ledger *l, __u32 pid, __u32 
 	return ix ? &l->thr[*ix - 1] : NULL;
 }
 
+/* Thread TID's process, a waker's: a thread of PID's own first, else any traced (0: none). */
+static __u32 pid_of(struct ledger *l, __u32 pid, __u32 tid)
+{
+	const __u32 *p;
+
+	if (thread_of(l, pid, tid))
+		return pid;
+	if (!l->tid_pid && (l->tid_pid = hmap__new(sizeof(__u32))))
+		for (size_t i = 0; i < l->nthr; i++) {
+			__u32 *v = hmap__get(l->tid_pid, (struct hkey){ l->thr[i].tid, 0 }, 1);
+
+			if (v)
+				*v = l->thr[i].pid;
+		}
+	p = l->tid_pid ? hmap__get(l->tid_pid, (struct hkey){ tid, 0 }, 0) : NULL;
+	return p ? *p : 0;
+}
+
 #define SAMPLE_NEAR 50000000ull /* a sample this close before a moment says where it was */
 
 /*
@@ -698,7 +716,8 @@ static void wakers(struct ledger *l, struct lthread *t)
 		const struct lthread *wt;
 		const char *where;
 
-		if (!bw || bw->a != w->waker || !(wt = thread_of(l, t->pid, w->waker)))
+		if (!bw || bw->a != w->waker ||
+		    !(wt = thread_of(l, pid_of(l, t->pid, w->waker), w->waker)))
 			continue;
 		where = where_before(l, wt, w->in);
 		if (*where &&
@@ -717,6 +736,7 @@ static void wakers(struct ledger *l, struct lthread *t)
 		    !(bw = hmap__get(best, (struct hkey){ e->cls, 0 }, 0)))
 			continue;
 		e->waker = (__u32)bw->a;
+		e->waker_pid = pid_of(l, t->pid, e->waker);
 		e->waker_ns = bw->b;
 		tw = hmap__get(top, (struct hkey){ e->cls, 0 }, 0);
 		e->waker_where = tw ? (const char *)(uintptr_t)tw->a : "";
@@ -772,6 +792,7 @@ static int unit_entries(struct ledger *l, const struct cand *c, const char *st)
 			u[j].own_ns += e->own_ns;
 			if (e->waker_ns > u[j].waker_ns) {
 				u[j].waker = e->waker;
+				u[j].waker_pid = e->waker_pid;
 				u[j].waker_ns = e->waker_ns;
 				u[j].waker_where = e->waker_where;
 			}

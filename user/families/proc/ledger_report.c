@@ -89,7 +89,13 @@ static void row(struct table *t, const struct trace_model *m, const char *unit, 
 	table__set_u64(t, C_BLOCKED, e->ns - e->oncpu_ns - e->runnable_ns);
 	table__set_u64(t, C_OWN, e->own_ns);
 	if (e->waker) {
-		verdict__thread_in(m, pid, e->waker, who, sizeof(who));
+		const char *name = trace_model__thread_name(m, e->waker);
+
+		if (e->waker_pid) /* else a thread of no traced process: its name and tid */
+			verdict__thread_in(m, e->waker_pid, e->waker, who, sizeof(who));
+		else
+			snprintf(who, sizeof(who), "%s (tid %u)", name && *name ? name : "thread",
+				 e->waker);
 		table__set_str(t, C_WAKER, who);
 		table__set_str(t, C_WAKER_WHERE, e->waker_where);
 	}
