@@ -42,6 +42,9 @@ def verdict(args):
             if not MORE.match(l) and not any(f"(-r {r}" in l for r in NOT_THERE)], rest
 
 
+said_by = {}  # what each recording's recorder said: a failure's message holds it
+
+
 def input_bound_recording():
     """The DataLoader-bound trainer attached for 2 s (sched's stacks, CPU samples, its GEMMs);
     its pid."""
@@ -57,6 +60,7 @@ def input_bound_recording():
         p = run([BPFSIGHT, "record", "-p", str(pid), "-t", "sched,cpu,blas", "-d", "2s",
                  "-o", path], timeout=120)
         eq(p.returncode, 0, p.stderr[-600:])
+        said_by[path] = p.stderr[-1500:]
     finally:
         job.stdin.close()
         job.wait(timeout=30)
@@ -87,7 +91,7 @@ def test_families_judged_from_the_server(engine):
     for path, fams in files.items():
         mine, rest = verdict(["--from", ch.url("fam"), "--file", path])
         theirs, _ = verdict([path])
-        said = "\n".join(theirs)
+        said = "\n".join(theirs) + "\nthe recorder said: " + said_by.get(path, "")
         eq(mine[1:], theirs[1:], f"{fams}: the verdict's claims from the server")
         # the first line, where the claim it names is one the server judges
         if any(theirs[0].split(": ", 2)[-1] in l for l in theirs[1:]):
