@@ -100,7 +100,8 @@ struct lthread {
 struct ledger {
 	const struct trace_model *m;
 	struct hmap *threads; /* {pid, tid} -> index + 1 in thr */
-	struct hmap *tid_pid; /* {tid} -> pid: a waker's process (made once, when asked) */
+	struct hmap *tid_pid; /* {tid} -> pid: a waker's process (made when asked) */
+	size_t tid_pid_n;     /* the threads it was made of */
 	struct lthread *thr;
 	size_t nthr, cthr;
 	struct lclass *cls;

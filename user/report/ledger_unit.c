@@ -636,13 +636,17 @@ static __u32 pid_of(struct ledger *l, __u32 pid, __u32 tid)
 
 	if (thread_of(l, pid, tid))
 		return pid;
-	if (!l->tid_pid && (l->tid_pid = hmap__new(sizeof(__u32))))
-		for (size_t i = 0; i < l->nthr; i++) {
+	if (l->tid_pid_n != l->nthr) { /* made, or made again: there are more threads (top) */
+		hmap__free(l->tid_pid);
+		l->tid_pid = hmap__new(sizeof(__u32));
+		l->tid_pid_n = l->tid_pid ? l->nthr : 0;
+		for (size_t i = 0; l->tid_pid && i < l->nthr; i++) {
 			__u32 *v = hmap__get(l->tid_pid, (struct hkey){ l->thr[i].tid, 0 }, 1);
 
 			if (v)
 				*v = l->thr[i].pid;
 		}
+	}
 	p = l->tid_pid ? hmap__get(l->tid_pid, (struct hkey){ tid, 0 }, 0) : NULL;
 	return p ? *p : 0;
 }
