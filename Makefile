@@ -111,7 +111,8 @@ all: $(OUT)/bpfsight man
 
 help:
 	@echo 'make            build build/bpfsight'
-	@echo 'make deps       install the Debian packages the build and tests need (and CPython 3.14, 3.15 from sid)'
+	@echo 'make deps       install the Debian packages the build and tests need (and CPython 3.14, 3.15 from sid,'
+	@echo '                chDB 26.7 from npm: a 178 MB download, 566 MB in /opt/chdb)'
 	@echo 'make demo       build, record the bundled demo workload, print its stats'
 	@echo 'make report-png docs/report.png: the report page of a real trace in headless chromium'
 	@echo '                (TRACE=../shared/traces/gpt2-gil-bound.bst)'
@@ -153,6 +154,9 @@ DEPS_PKGS := clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libzstd-dev \
 # and pyfunc tests (tests/tools/install_sid_cpython.sh): make check reads the newest.
 SID_CPYTHON := /opt/cpython
 SID_VERSIONS := 3.14 3.15
+# ClickHouse 26.7 embedded (chDB's libchdb.so, npm, pinned and checked): the ClickHouse tests'
+# current release beside Debian's 18.16 (tests/tools/install_chdb.sh, docs/CLICKHOUSE.md).
+CHDB_DIR := /opt/chdb
 deps:
 	$(Q)missing=$$(for p in $(DEPS_PKGS); do \
 		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' \
@@ -169,6 +173,9 @@ deps:
 		else bash tests/tools/install_sid_cpython.sh $$v $(SID_CPYTHON) || \
 			echo "deps: CPython $$v not installed: the tests that want it say so"; fi; \
 	done
+	$(Q)command -v npm >/dev/null || { apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends npm; }
+	$(Q)bash tests/tools/install_chdb.sh $(CHDB_DIR)
 
 # Every C source and header git tracks (vmlinux.h is generated), as make check's test_format
 # checks them.

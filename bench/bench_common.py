@@ -502,7 +502,7 @@ class Quiet:
     not quiet on both sides is done once more, then kept and counted as disturbed."""
 
     TRACEPOINTS = {"syscalls": ("sys_enter", "sys_exit"),
-                   "sched": ("sched_switch", "sched_wakeup")}
+                   "sched": ("sched_switch", "sched_waking")}
 
     def __init__(self, wait_s, budget_s):
         self.wait_s = wait_s

@@ -45,7 +45,7 @@ def default_python():
     return found[-1] if found else sys.executable
 
 
-DISTURBING_TP = ("sys_enter", "sys_exit", "sched_switch", "sched_wakeup")
+DISTURBING_TP = ("sys_enter", "sys_exit", "sched_switch", "sched_waking")
 
 
 def others_tracing(own_pids=()):

@@ -25,7 +25,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_common import bpf_stats, median, recorded  # noqa: E402
 
 # Program names as the kernel keeps them (15 characters).
-PROGS = {"sched_switch_bt", "sched_wakeup_bt", "sched_sys_exit_", "sched_held_exit"}
+PROGS = {"sched_switch_bt", "sched_waking_bt", "sched_sys_exit_", "sched_held_exit"}
 CONFIGS = {"untraced": None, "sched": [], "sched, --stacks=sched (1 ms)": ["--stacks=sched"],
            "sched, --stacks=sched:0": ["--stacks=sched:0"]}
 

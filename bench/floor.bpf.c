@@ -31,8 +31,8 @@ int BPF_PROG(floor_sched_switch)
 	return 0;
 }
 
-SEC("tp_btf/sched_wakeup")
-int BPF_PROG(floor_sched_wakeup)
+SEC("tp_btf/sched_waking")
+int BPF_PROG(floor_sched_waking)
 {
 	return 0;
 }

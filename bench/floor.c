@@ -7,7 +7,7 @@
  *         [-U BIN:PROVIDER:NAME]... [--perf-uprobes] -- CMD [ARGS...]
  *
  * --syscalls: tp_btf sys_enter + sys_exit (what osrt attaches); --sched: tp_btf sched_switch
- * + sched_wakeup (what sched attaches); --rss-stat: tp_btf rss_stat (what mem attaches); -u:
+ * + sched_waking (what sched attaches); --rss-stat: tp_btf rss_stat (what mem attaches); -u:
  * an entry uprobe and a uretprobe on FUNC in BIN, as uprobe_multi links like bpfsight's
  * (Linux 6.6+; --perf-uprobes, or an older kernel: perf-event uprobes, as bpftrace attaches
  * them); -e: the entry uprobe alone (what families that need no return attach: mem on
@@ -246,7 +246,7 @@ static void usage(FILE *f)
 		"[-U BIN:PROVIDER:NAME]... [--perf-uprobes] -- CMD [ARGS...]\n\n"
 		"Runs CMD with empty BPF programs attached: the benchmark's floor.\n"
 		"  --syscalls       tp_btf sys_enter and sys_exit\n"
-		"  --sched          tp_btf sched_switch and sched_wakeup\n"
+		"  --sched          tp_btf sched_switch and sched_waking\n"
 		"  --rss-stat       tp_btf rss_stat\n"
 		"  -u BIN:FUNC      entry and return uprobe on FUNC (uprobe_multi links)\n"
 		"  -e BIN:FUNC      entry uprobe alone on FUNC\n"
@@ -355,7 +355,7 @@ int main(int argc, char **argv)
 	bpf_program__set_autoload(skel->progs.floor_sys_enter, syscalls);
 	bpf_program__set_autoload(skel->progs.floor_sys_exit, syscalls);
 	bpf_program__set_autoload(skel->progs.floor_sched_switch, sched);
-	bpf_program__set_autoload(skel->progs.floor_sched_wakeup, sched);
+	bpf_program__set_autoload(skel->progs.floor_sched_waking, sched);
 	bpf_program__set_autoload(skel->progs.floor_rss_stat, rss);
 	bpf_program__set_autoload(skel->progs.floor_page_fault, fault_period > 0);
 	multi = nup && !perf && uprobe_multi__supported();
@@ -386,8 +386,8 @@ int main(int argc, char **argv)
 	if (!err && sched) {
 		err = keep(bpf_program__attach(skel->progs.floor_sched_switch), "sched_switch");
 		err = err
-			      ?: keep(bpf_program__attach(skel->progs.floor_sched_wakeup),
-				      "sched_wakeup");
+			      ?: keep(bpf_program__attach(skel->progs.floor_sched_waking),
+				      "sched_waking");
 	}
 	if (!err && rss)
 		err = keep(bpf_program__attach(skel->progs.floor_rss_stat), "rss_stat");

@@ -13,6 +13,7 @@
  */
 #include "stack.bpf.h"
 #include "cpu_records.h"
+#include "task_regs.bpf.h"
 
 /* The page-fault handler's code, [fault_lo, fault_hi); 0: not known, nothing is told apart. */
 const volatile __u64 fault_lo = 0;
@@ -50,14 +51,36 @@ static __always_inline __u32 in_page_fault(struct bpf_perf_event_data *ctx)
 	return 0;
 }
 
+/*
+ * The system call a sample of kernel code ran for, in the flags (BS_CPU_SYSCALL_NR): the number
+ * the thread entered the kernel with, from its user registers; none for a page fault's or an
+ * interrupt's entry (-1 there). What splits a thread's time on a CPU inside a system call (an
+ * fsync's own work) from its code's, in the ledger, with osrt's blocked mode seeing the sleeps.
+ */
+static __always_inline __u32 in_syscall(struct bpf_perf_event_data *ctx, __u32 kflags)
+{
+	struct pt_regs *regs;
+	long nr;
+
+	if ((kflags & BS_CPU_FAULT) || !sample_in_kernel(ctx))
+		return 0;
+	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	if (!regs)
+		return 0;
+	nr = BS_REGS_SYSCALL(regs);
+	return nr >= 0 && nr < 0xfffe ? (__u32)(nr + 1) << BS_CPU_SYSCALL_SHIFT : 0;
+}
+
 SEC("perf_event")
 int cpu_sample(struct bpf_perf_event_data *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	__u32 pid = id >> 32, tid = (__u32)id;
+	__u32 pid = id >> 32, tid = (__u32)id, kflags;
 
-	if (bs_is_target(pid) && tid)
+	if (bs_is_target(pid) && tid) {
+		kflags = in_page_fault(ctx);
 		stack_sample(ctx, pid, tid, BS_REC_CPU_SAMPLE_RAW, bs_wakeup_flags(),
-			     in_page_fault(ctx));
+			     kflags | in_syscall(ctx, kflags));
+	}
 	return 0;
 }

@@ -34,6 +34,12 @@ struct bs_cpu_sample {
  * /proc/kallsyms (it says so when it records).
  */
 #define BS_CPU_FAULT 0x20
+/*
+ * With BS_CPU_KERNEL and not BS_CPU_FAULT: the system call the thread was in, plus one, in the
+ * flags' upper half (0: none, or a recorder before it); BS_CPU_SYSCALL_NR reads it, -1 none.
+ */
+#define BS_CPU_SYSCALL_SHIFT	 16
+#define BS_CPU_SYSCALL_NR(flags) ((int)((flags) >> BS_CPU_SYSCALL_SHIFT) - 1)
 
 BS_ASSERT_RECORD(bs_cpu_sample_raw, 40);
 BS_ASSERT_RECORD(bs_cpu_sample, 32);

@@ -327,7 +327,10 @@ static __always_inline void wakeup(struct thread_sched *ts)
 	if (!ts->out_ts || ts->wake_ts)
 		return;
 	ts->wake_ts = bpf_ktime_get_ns();
-	/* The waker is current only when the wakeup is not deferred to the target CPU. */
+	/*
+	 * sched_waking runs in the waker's context, before a wakeup of a thread whose CPU is idle
+	 * is queued to that CPU (sched_wakeup then runs there, in its idle task: no waker).
+	 */
 	ts->waker_tid = (__u32)bpf_get_current_pid_tgid();
 }
 
@@ -519,8 +522,8 @@ int BPF_PROG(sched_fork_btf, struct task_struct *parent, struct task_struct *chi
 	return 0;
 }
 
-SEC("tp_btf/sched_wakeup")
-int BPF_PROG(sched_wakeup_btf, struct task_struct *p)
+SEC("tp_btf/sched_waking")
+int BPF_PROG(sched_waking_btf, struct task_struct *p)
 {
 	struct thread_sched *ts = bs_ended() ? NULL : task_state(p, false);
 
@@ -592,6 +595,9 @@ int sched_stop_iter_btf(struct bpf_iter__task *ctx)
 	if (!sched_stop_ns || !ts->out_ts || ts->out_ts >= sched_stop_ns ||
 	    !switch_in(ts, sched_stop_ns, &iv))
 		return 0;
+	/* the CPU it last ran on, as its switch-in's record would say: not the iterator's (the
+	 * recorder's), which the ledger would count among the job's CPUs */
+	iv.cpu = BPF_CORE_READ(t, thread_info.cpu);
 	offcpu_write(&iv, t->tgid, t->pid, 1);
 	return 0;
 }
@@ -650,8 +656,8 @@ int BPF_PROG(sched_switch_taskstate_raw, bool preempt, struct task_struct *prev,
 	return 0;
 }
 
-SEC("raw_tp/sched_wakeup")
-int BPF_PROG(sched_wakeup_raw, struct task_struct *p)
+SEC("raw_tp/sched_waking")
+int BPF_PROG(sched_waking_raw, struct task_struct *p)
 {
 	struct thread_sched *ts = bs_ended() ? NULL : hash_state(p, false);
 

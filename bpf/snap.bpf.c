@@ -36,6 +36,9 @@ int snap_tasks(struct bpf_iter__task *ctx)
 	st.switches = t->nvcsw + t->nivcsw;
 	st.start_time = t->start_time;
 	st.cpu_ns = t->se.sum_exec_runtime;
+	/* what /proc's schedstat says: the thread's own clock the ledger is checked against */
+	if (bpf_core_field_exists(t->sched_info.run_delay))
+		st.run_delay_ns = BPF_CORE_READ(t, sched_info.run_delay);
 	st.fsbase = t->thread.fsbase;
 	st.off_cpu_ns = task_off_cpu_ns(t);
 	__builtin_memcpy(st.comm, t->comm, sizeof(st.comm));

@@ -61,7 +61,19 @@ struct bs_thread_snap {
 /* Read for a live view (top -p, each refresh): never in a file, readers skip it. */
 #define BS_SNAP_NOW 0x100
 
+/*
+ * A THREAD_SNAP this long (since bpfsight 0.16; older files' are a bs_thread_snap) also says
+ * the thread's time ready to run without a CPU so far, as its schedstat does: with cpu_ns, the
+ * thread's own clocks at the recording's edges, which the ledger's account of it is checked
+ * against (the ledger_check report).
+ */
+struct bs_thread_snap_clock {
+	struct bs_thread_snap s;
+	__u64 run_delay_ns;
+};
+
 BS_ASSERT_RECORD(bs_proc_snap, 56);
 BS_ASSERT_RECORD(bs_thread_snap, 72);
+BS_ASSERT_RECORD(bs_thread_snap_clock, 80);
 
 #endif /* BPFSIGHT_SNAP_RECORDS_H */

@@ -22,11 +22,12 @@ struct snap_task {
 	__u32 pad;
 	/* The user registers saved where it entered the kernel (valid unless on_cpu) */
 	__u64 ip, sp, bp;
-	__u64 fsbase;	  /* its TLS: glibc's struct pthread, a 3.8-3.10 thread state's key */
-	__u64 switches;	  /* nvcsw + nivcsw: it ran in between when this moved */
-	__u64 start_time; /* CLOCK_MONOTONIC ns: a reused tid is another thread */
-	__u64 cpu_ns;	  /* CPU time so far (se.sum_exec_runtime) */
-	__u64 off_cpu_ns; /* how long since it last ran (0: on a CPU now) */
+	__u64 fsbase;	    /* its TLS: glibc's struct pthread, a 3.8-3.10 thread state's key */
+	__u64 switches;	    /* nvcsw + nivcsw: it ran in between when this moved */
+	__u64 start_time;   /* CLOCK_MONOTONIC ns: a reused tid is another thread */
+	__u64 cpu_ns;	    /* CPU time so far (se.sum_exec_runtime) */
+	__u64 off_cpu_ns;   /* how long since it last ran (0: on a CPU now) */
+	__u64 run_delay_ns; /* its time ready to run without a CPU so far (sched_info.run_delay) */
 	char comm[16];
 };
 

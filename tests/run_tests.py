@@ -31,6 +31,7 @@ jobs, which tests run alone and why, the fuzzers and their seeds.
 """
 import argparse
 import ast
+import collections
 import gc
 import importlib.util
 import json
@@ -242,7 +243,8 @@ def run_e2e_module(build, res, f, names):
         t0 = time.time()
         c0 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
         try:
-            getattr(mod, name)()
+            base, _, param = name.partition("[")
+            getattr(mod, base)(*([param[:-1]] if param else []))
             res.ok(full, time.time() - t0)
         except Skip as e:
             res.skip(full, str(e))
@@ -299,7 +301,11 @@ def e2e_modules():
     long its tests take on CI's machine: the order of a run with no times yet). A test's WHY
     is (why, exclusive, fuzzers beside): exclusive, nothing beside it, but the fuzzers at idle
     priority where it says they may run beside it; or BESIDE_TEST (@beside: this test of
-    a module that records only reads files)."""
+    a module that records only reads files). PARAMS (a tuple of strings): each test that takes
+    an argument runs once per value, named TEST[VALUE] (the ClickHouse modules' engines,
+    clickhouse_server.ENGINES), all of one test in one job even under SPLIT, so that what the
+    module keeps between tests (a recording, stats' answers) serves every value; a test without
+    an argument runs once."""
     mods = {}
     for f in sorted(os.listdir(MODULES)):
         if not (f.startswith("test_") and f.endswith(".py")):
@@ -310,7 +316,7 @@ def e2e_modules():
             if (isinstance(node, ast.Assign) and len(node.targets) == 1 and
                     isinstance(node.targets[0], ast.Name) and
                     node.targets[0].id in ("ALONE", "EXCLUSIVE", "FUZZERS_BESIDE", "BESIDE",
-                                           "SPLIT", "SECONDS")):
+                                           "SPLIT", "SECONDS", "PARAMS")):
                 settings[node.targets[0].id] = ast.literal_eval(node.value)
         tests = []
         for node in tree.body:
@@ -327,7 +333,10 @@ def e2e_modules():
                                bool(kw.get("fuzzers_beside")))
                     elif name == "beside":
                         why = BESIDE_TEST
-                tests.append((node.name, why))
+                if node.args.args and settings.get("PARAMS"):
+                    tests += [(f"{node.name}[{p}]", why) for p in settings["PARAMS"]]
+                else:
+                    tests.append((node.name, why))
         mods[f] = (settings, sorted(tests))
     return mods
 
@@ -376,8 +385,13 @@ def plan(build, args):
                                     else "exclusive" if why[1] else "alone")]
                 if not mine:
                     continue
-                groups = [[n] for n in mine] if settings.get("SPLIT") and lane == "together" \
-                    else [mine]
+                groups = [mine]
+                if settings.get("SPLIT") and lane == "together":
+                    # a test's values of PARAMS together: what it keeps serves them all
+                    by_test = collections.OrderedDict()
+                    for n in mine:
+                        by_test.setdefault(n.split("[")[0], []).append(n)
+                    groups = list(by_test.values())
                 for g in groups:
                     job = ("e2e", f"{f}:{','.join(g)}")
                     hint[job] = settings.get("SECONDS", 0) * len(g) / len(tests)

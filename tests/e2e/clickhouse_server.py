@@ -1,12 +1,18 @@
-"""A real ClickHouse server for the tests (Debian's clickhouse-server, `make deps`): its own
-config and users in a temporary directory, loopback ports nobody holds, started and stopped by
-the test. Users: `default` (no password) and `shipper` (password `s3cret`)."""
+"""A real ClickHouse for the tests, of either release tested (ENGINES): Debian's
+clickhouse-server 18.16 (`make deps`), its own config and users in a temporary directory,
+loopback ports nobody holds, started and stopped by the test (users: `default`, no password,
+and `shipper`, password `s3cret`); or ClickHouse 26.7 embedded (chDB, `make deps`:
+tests/tools/install_chdb.sh) behind chdb_server.py's HTTP interface, one process per server
+the same way (no users, no TLS: its header says what it does not do)."""
+import atexit
+import json
 import os
 import re
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 import urllib.parse
 import urllib.request
@@ -54,6 +60,15 @@ USERS = """<yandex>
 """
 
 
+# The releases the ClickHouse tests run on: Debian 12's server, the oldest bpfsight talks to
+# (ch_version.h), and a current one (chDB). A test of SQL takes the engine as its argument
+# (run_tests.py: a module's ENGINES = True runs each test once per engine, in one job).
+OLD, NEW = "18.16", "26.7"
+ENGINES = (OLD, NEW)
+CHDB_VERSION = "26.7.3-stable.1"  # tests/tools/install_chdb.sh's
+CHDB = os.environ.get("BPFSIGHT_CHDB", f"/opt/chdb/{CHDB_VERSION}/libchdb.so")
+ADAPTER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "chdb_server.py")
+
 PORT_TRIES = 3
 IN_USE = "Address already in use"  # what clickhouse-server says of a port taken
 
@@ -63,15 +78,62 @@ LEGEND = "* = the rule holds"
 
 def stats_verdict(args):
     """stats' verdict block of ARGS (--wide: a line per claim), blank lines left out, up to
-    its legend; and the line saying what the server could not judge ("" for none)."""
-    p = helpers.run([helpers.BPFSIGHT, "stats", *args, "--wide"], timeout=300)
-    helpers.eq(p.returncode, 0, f"stats {' '.join(args)} ({p.stderr[-800:]})")
-    lines = p.stdout.splitlines()
+    its legend; and the line saying what the server could not judge ("" for none). A file's
+    own (no --from) is asked once per job."""
+    if "--from" in args:
+        p = helpers.run([helpers.BPFSIGHT, "stats", *args, "--wide"], timeout=300)
+        helpers.eq(p.returncode, 0, f"stats {' '.join(args)} ({p.stderr[-800:]})")
+        out = p.stdout
+    else:
+        out = stats_text(*args, "--wide")
+    lines = out.splitlines()
     start = next(i for i, l in enumerate(lines) if l.startswith("Verdict:"))
     end = next(i for i in range(start, len(lines)) if lines[i].startswith(LEGEND))
     block = [l for l in lines[start:end] if l.strip()]
     rest = [l for l in block if l.startswith(NOT_JUDGED)]
     return [l for l in block if not l.startswith(NOT_JUDGED)], rest[0] if rest else ""
+
+
+_shared = {}
+_once = {}
+
+
+def shared(engine):
+    """The job's server of ENGINE (ClickHouse(engine)): started by the first test that asks,
+    its process and directory kept past each test's cleanup (helpers.cleanup), stopped and
+    removed as the job's process ends. The tests of a module (one job) ship jobs of their own
+    names into it, each engine's once, rather than start a server per test."""
+    if engine not in _shared:
+        ch = ClickHouse(engine)
+        helpers._procs.remove(ch.proc)
+        helpers._tmpdirs.remove(ch.dir)
+        atexit.register(lambda: (ch.stop(), shutil.rmtree(ch.dir, True)))
+        _shared[engine] = ch
+    return _shared[engine]
+
+
+def once(key, make):
+    """MAKE()'s answer, made once per job for KEY: what a test asks of a file or a recording
+    whatever the engine (stats FILE, a recorded job), asked again for the other engine."""
+    if key not in _once:
+        _once[key] = make()
+    return _once[key]
+
+
+def stats(path, reports=None):
+    """helpers.stats(PATH, REPORTS), asked once per job (the file's own answer, each engine's
+    comparison reads it), parsed anew for each caller: a test may change what it is given."""
+    args = ["--format", "json"] + (["-r", reports] if reports else [])
+    return json.loads(stats_text(path, *args))["reports"]
+
+
+def stats_text(*args):
+    """`bpfsight stats ARGS`' output (table format) once per job: a file's verdict."""
+    def make():
+        p = helpers.run([helpers.BPFSIGHT, "stats", *args], timeout=300)
+        helpers.eq(p.returncode, 0, f"stats {' '.join(args)} ({p.stderr[-800:]})")
+        return p.stdout
+    return once(("stats_text",) + args, make)
 
 
 def need_server():
@@ -83,6 +145,17 @@ def need_server():
     return path
 
 
+def need_chdb():
+    """libchdb.so (make deps installs it), else a skip: a failure under CI=true, where the
+    tests on a current release must run."""
+    if os.path.exists(CHDB):
+        return CHDB
+    why = f"no chDB at {CHDB}: make deps installs it (tests/tools/install_chdb.sh)"
+    if os.environ.get("CI") == "true":
+        raise AssertionError(why)
+    raise Skip(why)
+
+
 def need_ipv6_loopback():
     """A kernel without IPv6 (ipv6.disable=1, no ::1 on lo) cannot run the ::1 tests."""
     try:
@@ -92,9 +165,16 @@ def need_ipv6_loopback():
 
 
 class ClickHouse:
-    def __init__(self, tls=False, ipv6=False):
-        """IPV6: the server listens on ::1 only (no IPv4): every query goes to [::1]."""
-        self.exe = need_server()
+    def __init__(self, engine=OLD, tls=False, ipv6=False):
+        """ENGINE: OLD (Debian's server) or NEW (chDB, neither TLS nor users). IPV6: the server
+        listens on ::1 only (no IPv4): every query goes to [::1]."""
+        self.engine = engine
+        if engine == NEW:
+            if tls:
+                raise AssertionError("chdb_server.py serves no TLS: an 18.16 test")
+            self.lib = need_chdb()
+        else:
+            self.exe = need_server()
         self.dir = helpers.tmpdir()
         if ipv6:
             need_ipv6_loopback()
@@ -147,15 +227,23 @@ class ClickHouse:
         return f"clickhouse://{self.netloc()}/{job}"
 
     def start(self):
-        self.proc = subprocess.Popen([self.exe, f"--config-file={self.dir}/config.xml"],
-                                     cwd=self.dir, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, text=True)
+        if self.engine == NEW:
+            # the adapter's stderr to a file: a pipe nobody reads could fill and block it
+            cmd = [sys.executable, ADAPTER, self.lib, f"{self.dir}/data/", self.host,
+                   str(self.http)]
+            self.proc = subprocess.Popen(cmd, cwd=self.dir, stdout=subprocess.DEVNULL,
+                                         stderr=open(os.path.join(self.dir, "err.txt"), "w"),
+                                         text=True)
+        else:
+            self.proc = subprocess.Popen([self.exe, f"--config-file={self.dir}/config.xml"],
+                                         cwd=self.dir, stdout=subprocess.DEVNULL,
+                                         stderr=subprocess.PIPE, text=True)
         helpers._procs.append(self.proc)
         end = time.time() + 60
         while time.time() < end:
             if self.proc.poll() is not None:
-                raise AssertionError(f"clickhouse-server exited {self.proc.returncode}: "
-                                     f"{self.proc.stderr.read()[-800:]} "
+                raise AssertionError(f"{self.what()} exited {self.proc.returncode}: "
+                                     f"{self.proc.stderr.read()[-800:] if self.proc.stderr else ''} "
                                      f"{self.log()[-800:]}")
             try:
                 if self.query("SELECT 1").strip() == "1":
@@ -163,7 +251,10 @@ class ClickHouse:
             except OSError:
                 pass
             time.sleep(0.2)
-        raise AssertionError(f"clickhouse-server not answering in 60 s: {self.log()[-800:]}")
+        raise AssertionError(f"{self.what()} not answering in 60 s: {self.log()[-800:]}")
+
+    def what(self):
+        return "clickhouse-server" if self.engine == OLD else f"chDB {CHDB_VERSION}"
 
     def log(self):
         try:

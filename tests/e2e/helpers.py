@@ -70,6 +70,14 @@ def tmpdir():
     return d
 
 
+def keep_tmpdir():
+    """A temporary directory kept past each test's cleanup, removed as the job's process
+    ends: where a module keeps what its tests share (a recording, once per job)."""
+    d = tempfile.mkdtemp(prefix="bpfsight-test-")
+    atexit.register(shutil.rmtree, d, True)
+    return d
+
+
 def need_root():
     if os.geteuid() != 0:
         raise Skip("needs root (BPF)")
@@ -147,10 +155,12 @@ class Recorder:
             self.stderr_lines.append(line)
             if "recording" in line and "Ctrl-C" in line:
                 self.live = True
+                self.ready_at = time.monotonic()
                 self._ready.set()
         self._ready.set()
 
     live = False  # it printed its "recording ..." line
+    ready_at = None  # when (time.monotonic) it did
 
     def started(self, timeout=60):
         """Whether it went live (False: it ended first, e.g. refused its options)."""

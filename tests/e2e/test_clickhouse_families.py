@@ -1,8 +1,8 @@
 """The verdict's rules of torch, mem, cublas, blas and gpumetrics judged from a ClickHouse
 server (`stats --from`, docs/CLICKHOUSE.md "The verdict from the server"): on short real
-recordings this module makes once, shipped to one real clickhouse-server (Debian's 18.16,
-clickhouse_server.py), each family's claims from the server equal `stats FILE`'s, line for
-line, and the line saying what the server could not judge no longer names it.
+recordings this module makes once, shipped to each engine (clickhouse_server.ENGINES: Debian's
+18.16, chDB's 26.7), each family's claims from the server equal `stats FILE`'s, line for line,
+and the line saying what the server could not judge no longer names it.
 
 - A trainer bound by its DataLoader (Debian's python3-torch, 2 workers, the workload
   test_verdict_jobs.py records), attached with `record -p`, CPU samples and its GEMMs: torch's
@@ -16,11 +16,13 @@ import re
 import subprocess
 import time
 
-from clickhouse_server import ClickHouse, stats_verdict
-from helpers import BUILD, BPFSIGHT, Skip, check, eq, need_root, run, spawn, tmpdir, workload
+from clickhouse_server import once, shared, stats_verdict
+from helpers import (BUILD, BPFSIGHT, Skip, check, eq, keep_tmpdir, need_root, run, spawn,
+                     tmpdir, workload)
 from pymods import has
 
 SECONDS = 30
+PARAMS = ("18.16", "26.7")  # clickhouse_server.ENGINES: each test runs on both
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 INPUT_PY = os.path.realpath(os.path.join(HERE, "..", "workloads", "torch_input_bound.py"))
@@ -40,6 +42,9 @@ def verdict(args):
             if not MORE.match(l) and not any(f"(-r {r}" in l for r in NOT_THERE)], rest
 
 
+said_by = {}  # what each recording's recorder said: a failure's message holds it
+
+
 def input_bound_recording():
     """The DataLoader-bound trainer attached for 2 s (sched's stacks, CPU samples, its GEMMs);
     its pid."""
@@ -51,10 +56,11 @@ def input_bound_recording():
     try:
         pid = json.loads(job.stdout.readline())["pid"]
         time.sleep(0.2)
-        path = os.path.join(tmpdir(), "input.bst")
+        path = os.path.join(keep_tmpdir(), "input.bst")
         p = run([BPFSIGHT, "record", "-p", str(pid), "-t", "sched,cpu,blas", "-d", "2s",
                  "-o", path], timeout=120)
         eq(p.returncode, 0, p.stderr[-600:])
+        said_by[path] = p.stderr[-1500:]
     finally:
         job.stdin.close()
         job.wait(timeout=30)
@@ -67,25 +73,25 @@ def gpu_metrics_recording():
         raise Skip(f"{FAKE_NVML}/libnvidia-ml.so.1 missing: run make test-build")
     env = dict(os.environ, LD_LIBRARY_PATH=FAKE_NVML, FAKE_NVML_DEVICES="2",
                FAKE_NVML_DRAM="85", FAKE_NVML_SM="30")
-    path = os.path.join(tmpdir(), "gpum.bst")
+    path = os.path.join(keep_tmpdir(), "gpum.bst")
     p = run([BPFSIGHT, "record", "-o", path, "-t", "gpumetrics", "--gpu-metrics-frequency=200",
              "--", workload("syscalls"), "0", "1", "1000000"], env=env, timeout=120)
     eq(p.returncode, 0, p.stderr[-600:])
     return path
 
 
-def test_families_judged_from_the_server():
+def test_families_judged_from_the_server(engine):
     need_root()
-    ch = ClickHouse()
-    path, pid = input_bound_recording()
-    files = {path: ("torch", "blas"), gpu_metrics_recording(): ("gpumetrics",)}
+    path, pid = once("input", input_bound_recording)
+    files = {path: ("torch", "blas"), once("gpum", gpu_metrics_recording): ("gpumetrics",)}
+    ch = shared(engine)
     spool = os.path.join(tmpdir(), "spool")
     p = run([BPFSIGHT, "ship", *files, "--to", ch.url("fam"), "--spool", spool], timeout=300)
     eq(p.returncode, 0, f"ship ({p.stderr[-800:]})")
     for path, fams in files.items():
         mine, rest = verdict(["--from", ch.url("fam"), "--file", path])
         theirs, _ = verdict([path])
-        said = "\n".join(theirs)
+        said = "\n".join(theirs) + "\nthe recorder said: " + said_by.get(path, "")
         eq(mine[1:], theirs[1:], f"{fams}: the verdict's claims from the server")
         # the first line, where the claim it names is one the server judges
         if any(theirs[0].split(": ", 2)[-1] in l for l in theirs[1:]):
@@ -113,4 +119,3 @@ def test_families_judged_from_the_server():
                 check(any(re.match(rf" [* ] GPU +[\d.]+%  GPU {gpu} \(Fake H100 {gpu}\) was "
                                    r"throttled \d+% of the time: its clocks held down, mostly "
                                    r"by sw_power_cap", l) for l in theirs), said)
-    ch.stop()

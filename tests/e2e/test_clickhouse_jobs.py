@@ -4,40 +4,26 @@ line for line, two files not merged judged as stats judges them merged; the clai
 paths come back from the server as they went in. losses_said (the events-lost warning) runs in
 test_clickhouse's real traces, which ship job-attach-p.bst already.
 
-One ClickHouse server for the module (Debian's 18.16, clickhouse_server.py), started by the
-first test that needs it and stopped when the module's process ends: each test ships its own
-job. Nothing mocked: the jobs are real recordings (the CPU NCCL stand-in's ranks, hung), the
+One ClickHouse server per engine for the module (clickhouse_server.ENGINES: Debian's 18.16,
+chDB's 26.7; clickhouse_server.shared), started by the first test that needs it and stopped
+when the module's process ends: each test ships its own job to each. The hung job is
+recorded once, and stats FILE's answers asked once, for both. Nothing mocked: the jobs are real recordings (the CPU NCCL stand-in's ranks, hung), the
 traces the real ones of ../shared/traces."""
-import atexit
 import glob
 import json
 import os
 import re
 
 import helpers
-from clickhouse_server import ClickHouse
-from helpers import BPFSIGHT, check, eq, run, tmpdir
+from clickhouse_server import NEW, once, shared, stats_text
+from helpers import BPFSIGHT, check, eq, keep_tmpdir, run, tmpdir
 
 SECONDS = 20
+PARAMS = ("18.16", "26.7")  # clickhouse_server.ENGINES: each test runs on both
 
 TRACES = sorted(glob.glob(os.path.join(helpers.ROOT, "..", "shared", "traces", "*.bst")))
 NOT_JUDGED = "Not judged from "
 LEGEND = "* = the rule holds"
-
-_server = []
-
-
-def server():
-    """The module's server: started once, its process and directory kept past each test's
-    cleanup (helpers.cleanup), stopped and removed when the module's process ends."""
-    if not _server:
-        ch = ClickHouse()
-        helpers._procs.remove(ch.proc)
-        helpers._tmpdirs.remove(ch.dir)
-        atexit.register(lambda: (ch.stop(), __import__("shutil").rmtree(ch.dir, True)))
-        _server.append(ch)
-    return _server[0]
-
 
 def ship(ch, job, *files, opts=()):
     p = run([BPFSIGHT, "ship", *files, "--to", ch.url(job), "--spool",
@@ -60,7 +46,7 @@ def verdicts(url, path, *opts):
     p = run([BPFSIGHT, "stats", "--from", url, *opts], timeout=300)
     eq(p.returncode, 0, f"stats --from ({p.stderr[-800:]})")
     mine = verdict_lines(p.stdout)
-    theirs = verdict_lines(run([BPFSIGHT, "stats", path], check=True, timeout=300).stdout)
+    theirs = verdict_lines(stats_text(path))
     rest = [l for l in mine if l.startswith(NOT_JUDGED)]
     return ([l for l in mine if not l.startswith(NOT_JUDGED)],
             theirs,
@@ -80,26 +66,27 @@ def hung_job():
         job.stall_ns(2)
         dump = wait_dump(rec)
         eq(rec.stop(), 0, "the recorder")
-        late = os.path.join(job.dir, "late.bst")
+        late = os.path.join(keep_tmpdir(), "late.bst")
         p = run([BPFSIGHT, "record", "-t", "sched", *sum((["-p", str(p)] for p in pids), []), "-d", "3s",
                  "-o", late], timeout=120)
         eq(p.returncode, 0, f"record -p the hung ranks ({p.stderr[-600:]})")
     finally:
         job.kill()
-    return dump, late
+    kept = os.path.join(os.path.dirname(late), "dump.bst")
+    os.rename(dump, kept)  # past the job's directory, the test's
+    return kept, late
 
 
-def test_hang_and_blocked_thread_judged_from_the_server():
+def test_hang_and_blocked_thread_judged_from_the_server(engine):
     """The hang trigger's dump and the recording attached after the hang, shipped as one job.
     The dump's rows (--file): stats --from opens with the same hang line as stats FILE (who
     waits in which collective of which communicator, for how long; which rank never came and
     where it is, from the snapshot's stack), and prints nccl_stragglers' sentences as it does;
     the late recording's: the same hang found on arrival (the edges' snapshots: the call and
-    line the ranks wait at, rank 2 elsewhere) and the same thread blocked in read for the whole
-    window. Every verdict line equal, nothing said to be judged without the snapshots. The
+    line the ranks wait at, rank 2 elsewhere, blocked in read) and the same ledger's lines. Every verdict line equal, nothing said to be judged without the snapshots. The
     whole job: the two files judged apart, as stats judges them merged."""
-    dump, late = hung_job()
-    ch = server()
+    dump, late = once("hung", hung_job)
+    ch = shared(engine)
     ship(ch, "hang", dump, late)
     url = ch.url("hang")
     for path, head in ((dump, "Verdict: hang: ranks 0, 1, 3 wait in ncclAllReduce #30 "),
@@ -111,23 +98,25 @@ def test_hang_and_blocked_thread_judged_from_the_server():
         eq(mine, theirs, f"{name}: the verdict from the server, line for line")
         check("open_at_edges_state" not in rest and "nccl_hang_state" not in rest,
               f"{name}: judged with the snapshots: {rest}")
-    check(any("was sleeping in read for the whole" in l for l in theirs),
-          f"the blocked thread's claim: {theirs}")
+    # the thread blocked throughout: rank 2's, in the hang's line (the ledger's lines are the
+    # waiting ranks')
+    from test_hang import line_of
+    check(f"rank 2 is elsewhere: `load_batch` (hang_rank.py:{line_of('READ')}), sleeping in read"
+          in theirs[0], f"the blocked thread's claim: {theirs}")
     # nccl_stragglers' sentences (who made the others wait, how long, in what) under its
     # table, from the server as from the file: the dump's 30 collectives of 4 ranks
-    mine, theirs = (notes(run([BPFSIGHT, "stats", *src, "-r", "nccl_stragglers"], check=True,
-                              timeout=300).stdout)
-                    for src in (["--from", url, "--file", dump], [dump]))
+    mine = notes(run([BPFSIGHT, "stats", "--from", url, "--file", dump, "-r",
+                      "nccl_stragglers"], check=True, timeout=300).stdout)
+    theirs = notes(stats_text(dump, "-r", "nccl_stragglers"))
     check(theirs, "stats FILE's stragglers' sentences")
     eq(mine, theirs, "nccl_stragglers' sentences from the server")
     # its rows: the collectives that ended (the one the waiters are in is none yet), their
     # waits (the rank file's rows have no rank: last_rank is not compared)
     mine, theirs = (sorted((r["comm"], r["seq"], r["ranks"], r["skew_ns"], r["wait_ns"])
-                           for r in json.loads(run([BPFSIGHT, "stats", *src, "-r",
-                                                    "nccl_stragglers", "--format", "json"],
-                                                   check=True).stdout)["reports"]
-                           .get("nccl_stragglers", []))
-                    for src in (["--from", url, "--file", dump], [dump]))
+                           for r in json.loads(out)["reports"].get("nccl_stragglers", []))
+                    for out in (run([BPFSIGHT, "stats", "--from", url, "--file", dump, "-r",
+                                     "nccl_stragglers", "--format", "json"], check=True).stdout,
+                                stats_text(dump, "-r", "nccl_stragglers", "--format", "json")))
     eq(mine, theirs, "nccl_stragglers' collectives from the server")
     unmerged_files_judged_apart(url, dump, late)
 
@@ -135,20 +124,25 @@ def test_hang_and_blocked_thread_judged_from_the_server():
 def unmerged_files_judged_apart(url, dump, late):
     """The two recordings of the same four processes, one job not merged: each file's threads
     apart (as merge's rank namespaces keep them, in merge's order: the file of rank 0 first),
-    so the job's verdict is stats' on the two merged: both hangs, and the blocked thread named
-    by the merged file's id (its namespace, 1 << 22, and its pid). sched's lines set aside: a
-    merged file clips its run slices to the earliest file's start, the server to each file's
-    own (docs/CLICKHOUSE.md, "Where it can differ")."""
-    merged = os.path.join(tmpdir(), "pair.bst")
-    p = run([BPFSIGHT, "merge", "-o", merged, dump, late], timeout=120)
-    eq(p.returncode, 0, f"merge ({p.stderr[-600:]})")
+    so the job's verdict is stats' on the two merged: both hangs. sched's and the ledger's lines
+    set aside: a merged file clips its run slices to the earliest file's start and weighs its
+    threads over one window, the server each file's over its own (docs/CLICKHOUSE.md, "Where
+    it can differ"); the server's ledger is the late file's, its thread named by its id there
+    (its namespace, 1 << 22, and its pid)."""
+    def merge():
+        merged = os.path.join(keep_tmpdir(), "pair.bst")
+        p = run([BPFSIGHT, "merge", "-o", merged, dump, late], timeout=120)
+        eq(p.returncode, 0, f"merge ({p.stderr[-600:]})")
+        return merged
+    merged = once("pair", merge)
     mine, theirs, _ = verdicts(url, merged)
-    mine, theirs = ([l for l in v if "(-r sched_sum)" not in l and "(-r offcpu_stacks)" not in l]
-                    for v in (mine, theirs))
-    blocked = [l for l in theirs if "was sleeping in read for the whole" in l]
-    check(len(blocked) == 1 and re.search(r"\(main thread, pid (\d+)\)", blocked[0]) and
-          int(re.search(r"pid (\d+)", blocked[0]).group(1)) >> 22 == 1,
-          f"the merged file names the late file's thread in its namespace: {blocked}")
+    # The ledger's lines: the server's are the file's whose unit weighs the most, each file's
+    # threads over its own window; a merged file's one window is both files' (CLICKHOUSE.md)
+    ledger = [l for l in mine if "(-r ledger)" in l]
+    check(ledger and all(int(p) >> 22 == 1 for l in ledger for p in re.findall(r"pid (\d+)", l)),
+          f"the ledger's unit, of the late file, in its namespace: {mine}")
+    mine, theirs = ([l for l in v if "(-r sched_sum)" not in l and "(-r offcpu_stacks)" not in l
+                     and "(-r ledger)" not in l] for v in (mine, theirs))
     eq(mine, theirs, "the unmerged files' verdict from the server: the merged file's")
 
 
@@ -179,7 +173,7 @@ def losses_said(url, path):
     eq(mine.replace(url, "FROM"), theirs.replace(path, "FROM"), "in JSON, on stderr")
 
 
-def test_spool_path_with_a_tab_and_a_backslash_claims_its_file():
+def test_spool_path_with_a_tab_and_a_backslash_claims_its_file(engine):
     """A spool whose path holds a tab and a backslash: ship's claim on the file (the
     claimant names the spool's path) comes back from the server's TabSeparated answer
     unescaped, so the ship knows its own claim and sends the file (before, it took the
@@ -187,7 +181,7 @@ def test_spool_path_with_a_tab_and_a_backslash_claims_its_file():
     small = min(TRACES, key=os.path.getsize) if TRACES else None
     if not small:
         raise helpers.Skip("../shared/traces/*.bst missing")
-    ch = server()
+    ch = shared(engine)
     spool = os.path.join(tmpdir(), "sp\\ool\tdir")
     for i in range(2):
         p = run([BPFSIGHT, "ship", small, "--to", ch.url("oddspool"), "--spool", spool],
@@ -198,3 +192,103 @@ def test_spool_path_with_a_tab_and_a_backslash_claims_its_file():
        "no claim left")
     eq(int(ch.rows("SELECT count() FROM bpfsight.events WHERE job = 'oddspool' AND "
                    "kind = 'trace_window'")[0][0]), 1, "the file once")
+
+
+def test_ship_and_from_say_the_servers_release(engine):
+    """-v: ship, stats --from and stacks --from say which release the server runs, as its
+    version() answers, on each engine (report --from's -v: the refusal's test below)."""
+    small = min(TRACES, key=os.path.getsize) if TRACES else None
+    if not small:
+        raise helpers.Skip("../shared/traces/*.bst missing")
+    ch = shared(engine)
+    release = ch.rows("SELECT version()")[0][0]
+    check(release.startswith(engine + "."), f"{engine}'s version(): {release}")
+    said = f"ClickHouse {release} at {ch.netloc()}"
+    p = run([BPFSIGHT, "ship", small, "--to", ch.url("release"), "--spool",
+             os.path.join(tmpdir(), "spool"), "-v"], timeout=300)
+    eq(p.returncode, 0, f"ship -v ({p.stderr[-600:]})")
+    check(said in p.stderr, f"ship -v says {said!r}: {p.stderr[-600:]}")
+    # the events table as the release allows (ch_schema.c): 26.7's LowCardinality labels and
+    # coded columns, 18.16's plain types (LowCardinality needs a setting there, no codecs)
+    types = dict(ch.rows("SELECT name, type FROM system.columns WHERE database = 'bpfsight' "
+                         "AND table = 'events'"))
+    eq({c: types[c] for c in ("job", "kind", "ts", "args")},
+       {"job": "LowCardinality(String)", "kind": "LowCardinality(String)", "ts": "Int64",
+        "args": "String"} if engine == NEW else
+       {"job": "String", "kind": "String", "ts": "Int64", "args": "String"},
+       f"the events table's types on {engine}")
+    if engine == NEW:
+        codecs = dict(ch.rows("SELECT name, compression_codec FROM system.columns WHERE "
+                              "database = 'bpfsight' AND table = 'events'"))
+        eq((codecs["ts"], codecs["dur"], codecs["args"]),
+           ("CODEC(Delta(8), ZSTD(1))", "CODEC(T64, ZSTD(1))", "CODEC(ZSTD(1))"),
+           "26.7's column codecs")
+    for cmd in (["stats", "-r", "osrt_sum"], ["stacks"]):
+        p = run([BPFSIGHT, *cmd, "--from", ch.url("release"), "-v"], timeout=300)
+        check(said in p.stderr, f"{cmd[0]} --from -v says {said!r}: {p.stderr[-600:]}")
+        p = run([BPFSIGHT, *cmd, "--from", ch.url("release")], timeout=300)
+        check("ClickHouse " not in p.stderr, f"{cmd[0]} --from without -v: {p.stderr[-300:]}")
+
+
+class OldServer:
+    """A server that answers SELECT version() as ClickHouse 1.1.54394 (2018's, before 18.16)
+    would, and refuses anything else: what bpfsight must not send its SQL to. No release
+    older than 18.16 can be run here (Debian's is the oldest there is); its HTTP interface
+    answers version() the same way (a line of text)."""
+
+    def __init__(self):
+        import http.server
+        import threading
+        from free_ports import free_port
+        self.asked = []
+        old = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                n = int(self.headers.get("Content-Length") or 0)
+                sql = self.rfile.read(n).decode() if n else ""
+                old.asked.append(sql)
+                body, status = (b"1.1.54394\n", 200) if sql == "SELECT version()" else \
+                    (b"Code: 62. DB::Exception: not in this test\n", 500)
+                self.send_response(status)
+                self.send_header("Content-Length", str(len(body)))
+                self.send_header("Connection", "close")
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.port = free_port()
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_a_server_older_than_the_oldest_tested_is_refused():
+    """ship and stats --from refuse a server older than 18.16 (the oldest release bpfsight's
+    SQL is tested on) before sending it anything but SELECT version(): exit 6 saying the
+    release and the oldest one; ship keeps the file spooled."""
+    small = min(TRACES, key=os.path.getsize) if TRACES else None
+    if not small:
+        raise helpers.Skip("../shared/traces/*.bst missing")
+    old = OldServer()
+    try:
+        url = f"clickhouse://127.0.0.1:{old.port}/old"
+        spool = os.path.join(tmpdir(), "spool")
+        p = run([BPFSIGHT, "ship", small, "--to", url, "--spool", spool], timeout=120)
+        eq(p.returncode, 6, f"ship to ClickHouse 1.1 ({p.stderr[-600:]})")
+        check("runs ClickHouse 1.1.54394, older than 18.16, the oldest release bpfsight's "
+              "SQL is tested on" in p.stderr, p.stderr[-600:])
+        check(any(f.endswith(".tsv") for f in os.listdir(spool)), "the file stays spooled")
+        for cmd in (["stats"], ["stacks"], ["report", "-o", os.path.join(tmpdir(), "p.html")]):
+            p = run([BPFSIGHT, *cmd, "--from", url, "-v"], timeout=120)
+            eq(p.returncode, 6, f"{cmd[0]} --from ClickHouse 1.1 ({p.stderr[-600:]})")
+            check(f"ClickHouse 1.1.54394 at 127.0.0.1:{old.port}" in p.stderr and
+                  "older than 18.16" in p.stderr, p.stderr[-600:])
+        eq(set(old.asked), {"SELECT version()"}, "nothing asked but its release")
+    finally:
+        old.close()

@@ -1,7 +1,8 @@
 """The verdict's rules of cublas (a low MFU) and mem (an OOM, a fragmented cache) judged from a
 ClickHouse server (`stats --from`, docs/CLICKHOUSE.md "The verdict from the server"), against
-`stats FILE` on the same files, claim for claim. One real clickhouse-server (Debian's 18.16,
-clickhouse_server.py) for the module, one shipped job.
+`stats FILE` on the same files, claim for claim, on each engine (clickhouse_server.ENGINES:
+Debian's 18.16, chDB's 26.7), one shipped job each; the files and stats FILE's answers made
+once for both.
 
 No GPU is lent here, so no recording has GEMMs with FLOPs, nor a GPU's caching allocator: the
 MFU and GPU memory files are synthetic (synth.py: test_mfu_verdict.py's torch steps and bf16
@@ -13,13 +14,15 @@ import json
 import os
 import re
 
-from clickhouse_server import ClickHouse
-from helpers import (BPFSIGHT, ROOT, Skip, check, eq, need_root, record, run, tmpdir)
+from clickhouse_server import once, shared, stats_text
+from helpers import (BPFSIGHT, ROOT, Skip, check, eq, keep_tmpdir, need_root, record, run,
+                     tmpdir)
 from pymods import has
 from synth import Trace
 import test_mfu_verdict as mfu
 
 SECONDS = 10
+PARAMS = ("18.16", "26.7")  # clickhouse_server.ENGINES: each test runs on both
 
 NOT_JUDGED = "Not judged from "
 DEBIAN_PY = "/usr/bin/python3"
@@ -30,9 +33,13 @@ def verdict(args):
     """stats' table output of ARGS (--wide: a line a claim): the verdict's lines to its
     legend, blank ones left out; the line saying what the server did not judge ("" for
     none); the lines above the verdict (the events-lost warning)."""
-    p = run([BPFSIGHT, "stats", *args, "--wide"], timeout=300)
-    eq(p.returncode, 0, f"stats {' '.join(args)} ({p.stderr[-800:]})")
-    lines = p.stdout.splitlines()
+    if "--from" in args:
+        p = run([BPFSIGHT, "stats", *args, "--wide"], timeout=300)
+        eq(p.returncode, 0, f"stats {' '.join(args)} ({p.stderr[-800:]})")
+        out = p.stdout
+    else:
+        out = stats_text(*args, "--wide")
+    lines = out.splitlines()
     start = next(i for i, l in enumerate(lines) if l.startswith("Verdict:"))
     end = next(i for i in range(start, len(lines)) if lines[i].startswith("* = the rule"))
     block = [l for l in lines[start:end] if l.strip()]
@@ -72,7 +79,7 @@ def steps_oom_trace():
                                 (600_000, 512, 2 * GIB, 3 * GIB)):
         t.mem_oom(1, 1, ts, mib << 20, device=0, allocated=alloc, reserved=res)
     t.loss(1, 7, 700_000)  # events lost while recording: the page's warning
-    return t.write(tmpdir(), "steps.bst")
+    return t.write(keep_tmpdir(), "steps.bst")
 
 
 def oom_recording():
@@ -82,12 +89,12 @@ def oom_recording():
     if not has(DEBIAN_PY, "torch"):
         raise Skip("Debian's python3-torch is not installed (make deps)")
     p, out = record([DEBIAN_PY, MEM_ALLOC, "oom"], "-t", "mem", "--stacks", "none",
-                    out=os.path.join(tmpdir(), "oom.bst"))
+                    out=os.path.join(keep_tmpdir(), "oom.bst"))
     eq(p.returncode, 0, f"record ({p.stderr[-600:]})")
     return out, json.loads([l for l in p.stdout.splitlines() if l.startswith("{")][-1])["pid"]
 
 
-def test_mfu_and_memory_rules_from_the_server():
+def test_mfu_and_memory_rules_from_the_server(engine):
     """Each file's verdict from the server equals stats FILE's line for line: the low-MFU
     claim with its numbers (the recorded GPU's peak, the types' shares, the idle share of the
     steps' processes' GPUs and what to look at next); a GPU's OOMs (their count, the largest
@@ -98,11 +105,11 @@ def test_mfu_and_memory_rules_from_the_server():
     page has the events-lost warning. And
     --peak-tflops is refused there, not ignored."""
     need_root()
-    ch = ClickHouse()
-    rec, pid = oom_recording()
+    rec, pid = once("oom", oom_recording)
+    ch = shared(engine)
     # two files: each stats --from costs the server about a CPU-second (test_mfu_verdict.py
     # has the silent cases and the GEMMs' span without steps on files)
-    files = {"low MFU of mixed types on a busy GPU, its OOMs": steps_oom_trace(),
+    files = {"low MFU of mixed types on a busy GPU, its OOMs": once("steps", steps_oom_trace),
              "a CPU tensor refused": rec}
     job = ch.url("mem")
     p = run([BPFSIGHT, "ship", *files.values(), "--to", job, "--spool",
@@ -142,4 +149,3 @@ def test_mfu_and_memory_rules_from_the_server():
           f"the page's warning: {re.findall(r'<p class=.warn.*?</p>', text)}")
     p = run([BPFSIGHT, "stats", "--from", job, "--peak-tflops", "100"], timeout=60)
     check(p.returncode != 0 and "--peak-tflops" in p.stderr, f"--peak-tflops refused: {p}")
-    ch.stop()

@@ -1,7 +1,7 @@
-"""mem_leaks computed in a ClickHouse server (`stats --from`, docs/CLICKHOUSE.md, user/ship/
-ch_mem_leaks.c) against `stats FILE` on the same real recording, row for row, and mem's leak
-claim from the server line for line. One real clickhouse-server (Debian's 18.16,
-clickhouse_server.py) for the module, one shipped file.
+"""mem_leaks computed in a ClickHouse server (`stats --from`, docs/CLICKHOUSE.md, user/families/mem/
+mem_leaks_sql.c) against `stats FILE` on the same real recording, row for row, and mem's leak
+claim from the server line for line, on each engine (clickhouse_server.ENGINES: Debian's
+18.16, chDB's 26.7), one shipped file each; recorded once, stats FILE asked once.
 
 The recording: a loop that leaks (tests/workloads/mem_leak_passes.py: 1 MiB a pass made by
 torch.nn.functional.normalize, 256 KiB a pass sampled, a temporary freed each pass; the process
@@ -13,24 +13,35 @@ import json
 import os
 import re
 
-from clickhouse_server import ClickHouse
-from helpers import BPFSIGHT, check, eq, record, run, tmpdir
+from clickhouse_server import once, shared, stats_text
+from helpers import BPFSIGHT, check, eq, keep_tmpdir, record, run, tmpdir
 from marked import PY, Marked, need_torch
 import test_clickhouse_mem as chmem
 
 SECONDS = 10
+PARAMS = ("18.16", "26.7")  # clickhouse_server.ENGINES: each test runs on both
 
 WORKLOAD = Marked("mem_leak_passes.py")
 
 
 def leaks(args):
     """mem_leaks' rows of stats ARGS, as JSON."""
+    if "--from" not in args:
+        return json.loads(stats_text(*args, "-r", "mem_leaks", "--format",
+                                     "json"))["reports"]["mem_leaks"]
     p = run([BPFSIGHT, "stats", *args, "-r", "mem_leaks", "--format", "json"], timeout=300)
     eq(p.returncode, 0, f"stats {' '.join(args)} ({p.stderr[-800:]})")
     return json.loads(p.stdout)["reports"]["mem_leaks"]
 
 
-def test_leaks_and_the_leak_claim_from_the_server():
+def recording():
+    p, out = record([PY, WORKLOAD.path], "-t", "mem",
+                    out=os.path.join(keep_tmpdir(), "leak.bst"))
+    eq(p.returncode, 0, f"record ({p.stderr[-600:]})")
+    return out
+
+
+def test_leaks_and_the_leak_claim_from_the_server(engine):
     """On the recording of the leaking loop: mem_leaks from the server equals stats
     FILE's row for row (every column: the sites, their library lines, the live bytes and
     blocks, the sampled estimates, the growth a step, the boundaries grown at, what a step
@@ -40,9 +51,8 @@ def test_leaks_and_the_leak_claim_from_the_server():
     KEEP with the library's line it was "allocated through", mem_leaks not named as judged without.
     --group-by (its rows by stack:N) is refused with --from, not ignored."""
     need_torch()
-    ch = ClickHouse()
-    p, out = record([PY, WORKLOAD.path], "-t", "mem", out=os.path.join(tmpdir(), "leak.bst"))
-    eq(p.returncode, 0, f"record ({p.stderr[-600:]})")
+    out = once("leak", recording)
+    ch = shared(engine)
     job = ch.url("memleak")
     p = run([BPFSIGHT, "ship", out, "--to", job, "--spool", os.path.join(tmpdir(), "spool")],
             timeout=300)
@@ -70,4 +80,3 @@ def test_leaks_and_the_leak_claim_from_the_server():
     # its rows by stack:N are not SQL: refused, never the rows by line in their place
     p = run([BPFSIGHT, "stats", "--from", job, "-r", "mem_leaks", "--group-by", "stack:2"])
     check(p.returncode != 0 and "--group-by" in p.stderr, f"--group-by refused: {p}")
-    ch.stop()

@@ -1,8 +1,8 @@
-"""mem_peak computed in a ClickHouse server (user/ship/ch_mem_peak.c: what was live at each
+"""mem_peak computed in a ClickHouse server (user/families/mem/mem_peak_sql.c: what was live at each
 process and device's peak, by line and torch op), against `stats FILE` on the same files, row
 for row; and mem's verdict from the server with the OOM's peak detail (mem_peak's first row of
-the device), line for line. One real clickhouse-server (Debian's 18.16, clickhouse_server.py)
-for the module, one shipped job of two files:
+the device), line for line, on each engine (clickhouse_server.ENGINES: Debian's 18.16, chDB's
+26.7), one shipped job of two files each (made once, stats FILE asked once):
 
 - a real recording of Debian's python3-torch (tests/workloads/torch_mem.py oom, `-t
   torch,mem`): 64 tensors of 64 KiB kept (under --stacks=mem's size: sampled, estimates), 2,
@@ -19,12 +19,13 @@ import json
 import os
 import re
 
-from clickhouse_server import ClickHouse, stats_verdict
-from helpers import BPFSIGHT, check, eq, need_root, record, run, stats, tmpdir
+from clickhouse_server import once, shared, stats, stats_verdict
+from helpers import BPFSIGHT, check, eq, keep_tmpdir, need_root, record, run, tmpdir
 from marked import PY, Marked, need_torch
 import synth
 
 SECONDS = 10
+PARAMS = ("18.16", "26.7")  # clickhouse_server.ENGINES: each test runs on both
 
 WORKLOAD = Marked("torch_mem.py")
 MIB = 1 << 20
@@ -87,10 +88,17 @@ def synthetic():
     t.torch_op(PID, TID, 500, 2500, "fwd", scope="user_scope", depth=0)
     t.torch_op(PID, TID + 1, 1000, 4000, "aten::add", depth=0)  # another thread's
     t.torch_op(PID, TID, 3900, 200, "aten::mm", depth=0)
-    return t.write(tmpdir(), "edges.bst")
+    return t.write(keep_tmpdir(), "edges.bst")
 
 
-def test_mem_peak_and_the_ooms_peak_detail_from_the_server():
+def recording():
+    p, rec = record([PY, WORKLOAD.path, "oom"], "-t", "torch,mem",
+                    out=os.path.join(keep_tmpdir(), "oom.bst"))
+    eq(p.returncode, 0, f"record ({p.stderr[-600:]})")
+    return rec
+
+
+def test_mem_peak_and_the_ooms_peak_detail_from_the_server(engine):
     """Shipped, each file's mem_peak computed in the server equals stats on the file row for
     row (lines, library frames, ops, estimates of sampled blocks, the peak and when); the
     recording's verdict from the server is stats FILE's line for line, the OOM's claim with
@@ -99,11 +107,9 @@ def test_mem_peak_and_the_ooms_peak_detail_from_the_server():
     answers none, not an error."""
     need_root()
     need_torch()
-    ch = ClickHouse()
-    p, rec = record([PY, WORKLOAD.path, "oom"], "-t", "torch,mem",
-                    out=os.path.join(tmpdir(), "oom.bst"))
-    eq(p.returncode, 0, f"record ({p.stderr[-600:]})")
-    files = [rec, synthetic()]
+    rec = once("oom", recording)
+    ch = shared(engine)
+    files = [rec, once("edges", synthetic)]
     job = ch.url("mempeak")
     p = run([BPFSIGHT, "ship", *files, "--to", job, "--spool", os.path.join(tmpdir(), "spool")],
             timeout=300)
@@ -145,4 +151,3 @@ def test_mem_peak_and_the_ooms_peak_detail_from_the_server():
     p = run([BPFSIGHT, "stats", "--from", job, "-r", "mem_peak", "--group-by", "stack:2"],
             timeout=60)
     check(p.returncode != 0 and "--group-by" in p.stderr, f"--group-by refused: {p}")
-    ch.stop()

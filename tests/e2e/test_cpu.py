@@ -7,8 +7,8 @@ import os
 import re
 import shutil
 
-from helpers import (BPFSIGHT, Recorder, Skip, alone, check, dump, eq, need_root, record, run,
-                     spawn, stats, tmpdir, workload)
+from helpers import (BPFSIGHT, Recorder, Skip, alone, check, dump, eq, info, need_root, record,
+                     run, spawn, stats, tmpdir, workload)
 from test_gil import bpftrace_live
 
 # For tests/run_tests.py: about how long these tests take on CI's machine (its order).
@@ -186,9 +186,15 @@ def test_attach_samples_only_the_target():
           f"target sampled {mine} times in {ran:.2f} s on CPU at {RATE} Hz")
     eq({e["pid"] for e in evs}, {tpid}, "sampled processes")
     check(all(funcs(e)[-1:] != ["[truncated]"] for e in evs), "short stacks are whole")
+    # a job's recording samples it by default (the verdict's ledger), naming its families
     p, out = record([CPU_SPLIT, "split", "0.2"])
     eq(p.returncode, 0, "default recording")
-    eq([e for e in dump(out) if e["kind"] == "cpu_sample"], [], "no samples by default")
+    check([e for e in dump(out) if e["kind"] == "cpu_sample"], "samples by default")
+    check("cpu" in info(out)["families"].split(","), info(out)["families"])
+    # but not -t naming other families
+    p, out = record([CPU_SPLIT, "split", "0.2"], "-t", "osrt,sched")
+    eq(p.returncode, 0, "-t osrt,sched")
+    eq([e for e in dump(out) if e["kind"] == "cpu_sample"], [], "no samples with -t osrt,sched")
 
 
 def test_bad_sample_rate_is_refused():

@@ -14,7 +14,8 @@ from helpers import (BPFSIGHT, check, dump, eq, info, need_root, record, run, st
 SECONDS = 5
 
 SYSCALLS = workload("syscalls")
-CAT = {"syscall": "os_runtime", "offcpu": "sched", "loss": "loss"}  # others: "process"
+CAT = {"syscall": "os_runtime", "offcpu": "sched", "loss": "loss",
+       "cpu_sample": "cpu_sample"}  # others: "process"
 INTERVALS = ("syscall", "offcpu")
 
 

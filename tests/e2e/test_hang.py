@@ -41,7 +41,7 @@ class Job:
     """Ranks RANKS of a 4-rank job (each a process; STALLS: {rank: kind}), started directly
     (-p) or by hang_job.py under a recorder (launch mode); they wait for the go file."""
 
-    def __init__(self, stalls, name=None, at=HANG_AT, step_ms=0):
+    def __init__(self, stalls, name=None, at=HANG_AT, step_ms=0, spin=False):
         need_root()
         if not os.path.exists(LIB):
             raise Skip(f"{LIB} not built (make test-build)")
@@ -53,7 +53,7 @@ class Job:
                         HANG_AT=str(at), HANG_STEP_MS=str(step_ms), HANG_JOB=name or f"{os.getpid()}-{id(self)}",
                         HANG_RANK=str(kinds[0][0]), HANG_KIND=kinds[0][1],
                         HANG_ALSO=",".join(f"{r}:{k}" for r, k in kinds[1:]),
-                        PYTHONUNBUFFERED="1")
+                        PYTHONUNBUFFERED="1", NCCL_CPU_SPIN="1" if spin else "0")
         self.lines = []
         self.procs = []
 
@@ -104,6 +104,12 @@ class Job:
             p.wait()
 
 
+    def entered(self, ranks):
+        """Wait until each of RANKS called collective HANG_AT."""
+        wait_for(lambda: all(f"enter {r} {HANG_AT}" in self.lines for r in ranks), 30,
+                 f"ranks {list(ranks)} in collective {HANG_AT}")
+
+
 def wait_dump(rec):
     wait_for(lambda: "flight recorder: wrote" in rec.stderr, 30, f"the dump: {rec.stderr[-600:]}")
     return re.search(r"flight recorder: wrote (\S+):", rec.stderr).group(1)
@@ -115,7 +121,8 @@ def window_end(path):
 
 def verdict(path):
     p = run([BPFSIGHT, "stats", path, "--wide"], check=True)
-    head = p.stdout.split("\n")[0]
+    # the first line, but the losses said above it (a loaded machine's missed switches)
+    head = next((l for l in p.stdout.split("\n") if l and not l.startswith("WARNING: ")), "")
     check(head.startswith("Verdict: hang: "), f"the verdict opens stats: {p.stdout[:400]}")
     return head[len("Verdict: "):], p.stdout
 
@@ -280,3 +287,54 @@ def test_hang_bad_trigger_is_refused():
     p = run([BPFSIGHT, "record", "--trigger=hang:5s", "-o", os.path.join(tmpdir(), "x.bst"),
              "--", "true"])
     check(p.returncode != 0 and "needs --flight-recorder" in p.stderr, p.stderr)
+
+
+def test_polling_ranks_hung_before_the_recorder_are_a_hang_on_arrival():
+    """NCCL's host threads poll their GPU's progress: the waiting ranks run inside ncclAllReduce
+    (NCCL_CPU_SPIN=1), never asleep, their communicator made before bpfsight came. Attached to
+    the four ranks after the hang with the defaults (-p x4 -d 3s): the verdict opens with the
+    hang, the three ranks in ncclAllReduce at their line and rank 2 in load_batch, the ranks
+    read from RANK in each process's environment (as torchrun sets it); no collective done
+    while it recorded."""
+    job = Job({2: "read"}, spin=True)
+    try:
+        pids = job.start_ranks()
+        open(job.go, "w").close()
+        job.stall_ns(2)
+        job.entered([0, 1, 3])
+        out = os.path.join(job.dir, "late.bst")
+        p = run([BPFSIGHT, "record", *sum((["-p", str(p)] for p in pids), []), "-d", "3s",
+                 "-o", out], timeout=120)
+        eq(p.returncode, 0, f"record -p the ranks ({p.stderr[-600:]})")
+    finally:
+        job.kill()
+    head, text = verdict(out)
+    want = (f"hang: ranks 0, 1, 3 wait in ncclAllReduce at `main` (hang_rank.py:"
+            f"{line_of('ALLREDUCE')}) for the whole ")
+    check(head.startswith(want), f"{head!r} starts {want!r}")
+    check(f"rank 2 is elsewhere: `load_batch` (hang_rank.py:{line_of('READ')}), sleeping in "
+          f"read" in head, head)
+
+
+def test_system_wide_hang_dump_opens_with_the_hang_beside_a_busy_loop():
+    """-a with the hang trigger while an unrelated loop (nice 19) keeps a CPU busy: the dump
+    opens with the hang, not with the loop's CPU time (which once led 3 dumps of 5)."""
+    need_root()
+    job = Job({2: "read"})
+    loop = subprocess.Popen(["nice", "-n", "19", job.py, "-c", "while True: pass"])
+    try:
+        pids = job.start_ranks()
+        rec = Recorder("-a", "-t", "+nccl", "--flight-recorder=30s", f"--trigger=hang:{DUR_S}s",
+                       out=os.path.join(job.dir, "fr.bst"))
+        rec.wait_ready()
+        open(job.go, "w").close()
+        job.stall_ns(2)
+        dump = wait_dump(rec)
+        eq(rec.stop(), 0, "the recorder")
+    finally:
+        loop.kill()
+        loop.wait()
+        job.kill()
+    head, _ = verdict(dump)
+    want = f"hang: ranks 0, 1, 3 wait in ncclAllReduce #{HANG_AT} (communicator "
+    check(head.startswith(want), f"{head!r} starts {want!r}")

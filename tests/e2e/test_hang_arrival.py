@@ -182,6 +182,9 @@ def test_calls_open_at_one_edge_are_counted_from_it():
         job.stdin.write("x")  # one byte: one read returns
         job.stdin.flush()
         woke = int(out.wait(r"woke (\d+)").group(1))
+        stamps = lambda: [int(l.split()[1]) for l in out.lines if l.startswith("blocked ")]
+        wait_for(lambda: len(stamps()) >= 2, 60, "the job blocked again")
+        again = stamps()[1]  # right before the second read
         eq(rec.wait(60), 0, rec.stderr[-800:])
         path = rec.out
         start, dur = info(path)["start_monotonic_ns"], info(path)["duration_ns"]
@@ -193,11 +196,14 @@ def test_calls_open_at_one_edge_are_counted_from_it():
            (start, True, 1), f"the first read, from the start, returned 1: {first}")
         check(abs(first["args"]["began_ts"] - blocked) <= 2e8,
               f"began when the job blocked ({blocked}), within 0.2 s: {first}")
-        check(abs(first["ts"] + first["dur"] - woke) <= 5e7,
-              f"ended when the job woke ({woke}), within 50 ms: {first}")
+        # The job's own clock reads (CLOCK_MONOTONIC, the records'): the first read returned
+        # before it stamped "woke", the second began after it stamped "blocked" again; how
+        # long after is the scheduler's (a loaded machine preempts the job between them).
+        check(first["ts"] + first["dur"] <= woke,
+              f"ended before the job woke ({woke}): {first}")
         check(second["args"].get("in_flight") and second["ts"] + second["dur"] == start + dur
-              and abs(second["ts"] - woke) <= 5e7,
-              f"the second read, from the byte to the end, in flight: {second}")
+              and again <= second["ts"],
+              f"the second read, from the byte ({again}) to the end, in flight: {second}")
         s = next(x for x in stats(path, "sched_sum")["sched_sum"] if x["tid"] == pid)
         check(0.95 * dur <= s["offcpu_ns"] <= dur, f"off its CPU the window but a moment: {s}")
     finally:

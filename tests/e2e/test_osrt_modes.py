@@ -170,6 +170,10 @@ def test_always_on_commands_and_p_default_to_blocked():
     p = run([BPFSIGHT, "record", "-v", "-p", str(keeper.pid), "-t", "osrt,sched", "-o",
              os.path.join(tmpdir(), "pt.bst"), "-d", "1s", "--force"], check=False)
     check("osrt: every system call (-t names osrt)" in p.stderr, p.stderr[-2000:])
+    # -t +osrt names it too: the defaults, osrt counting every call (docs/USAGE.md)
+    p = run([BPFSIGHT, "record", "-v", "-p", str(keeper.pid), "-t", "+osrt", "-o",
+             os.path.join(tmpdir(), "pplus.bst"), "-d", "1s", "--force"], check=False)
+    check("osrt: every system call (-t names osrt)" in p.stderr, p.stderr[-2000:])
     p = run([BPFSIGHT, "record", "-v", "-o", os.path.join(tmpdir(), "l.bst"), "--", "true"],
             check=False)
     check("osrt: every system call (a launched or system-wide recording counts every call)"

@@ -355,9 +355,14 @@ def test_a_sample_in_a_uprobe_single_step_says_so():
     check(len(xol) >= 10, f"{len(xol)} of {len(evs)} samples in the uprobe's single step")
     eq([e["stack"][0] for e in evs if e["stack"][0]["func"].startswith("[unknown")], [],
        "unnamed innermost frames")
-    # Those of the first milliseconds, before the running python was read, have none.
-    check(sum(bool(py_frames(e)) for e in xol) >= 0.8 * len(xol), "Python frames under the "
-          "single step")
+    # Those before the running python was read have none (the first milliseconds; longer on a
+    # loaded machine); from the first that has them on, they follow.
+    xol.sort(key=lambda e: e["ts"])
+    read = next((i for i, e in enumerate(xol) if py_frames(e)), len(xol))
+    later = xol[read:]
+    check(len(later) >= 5 and sum(bool(py_frames(e)) for e in later) >= 0.9 * len(later),
+          f"Python frames under the single step: {sum(bool(py_frames(e)) for e in later)} of "
+          f"the {len(later)} samples from the first that had them ({read} before)")
 
 
 def test_an_interpreter_whose_frames_are_not_read_says_so():

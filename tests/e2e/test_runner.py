@@ -340,3 +340,51 @@ def test_every_module_says_how_long_it_takes():
                if not (isinstance(settings.get("SECONDS"), (int, float)) and
                        settings["SECONDS"] > 0)]
     eq(missing, [], "modules without SECONDS = N (seconds, > 0)")
+
+
+PARAMS_MODULE = '''
+import os
+SECONDS = 1
+SPLIT = True
+PARAMS = ("a", "b")
+
+
+def mark(what):
+    with open(os.environ["RUNNER_LOG"], "a") as f:
+        f.write(f"{what} {os.getpid()}\\n")
+
+
+def test_each(value):
+    mark(f"each {value}")
+    assert value != "b" or os.environ.get("FAIL_B") is None, "b fails"
+
+
+def test_once():
+    mark("once")
+'''
+
+
+def test_params_run_each_test_once_per_value_in_one_job():
+    """A module's PARAMS: a test that takes an argument runs once per value, named
+    test_x[VALUE], its values in one job even under SPLIT (one process: what the module keeps
+    serves them all); a test without one runs once; -k selects a value; a failure names it."""
+    d = tmpdir()
+    mods, log = planted(d, {"test_planted_params.py": PARAMS_MODULE})
+    build = os.path.join(d, "build")
+    os.makedirs(os.path.join(build, "tests"))
+    env = {**os.environ, "RUNNER_LOG": log, "FAIL_B": "1"}
+    p = run([sys.executable, RUNNER, "--build", build, "--no-unit", "--no-fuzz", "--e2e", mods],
+            timeout=300, env=env)
+    eq(p.stdout.splitlines()[-1], "2 passed, 1 failed", f"the run: {p.stdout[-1500:]}")
+    check("FAIL test_planted_params:test_each[b]: AssertionError: b fails" in p.stdout,
+          f"the failure names its value: {p.stdout[-1500:]}")
+    with open(log) as f:
+        marks = [l.split() for l in f]
+    each = [m for m in marks if m[0] == "each"]
+    eq(sorted(m[1] for m in each), ["a", "b"], f"once per value: {marks}")
+    eq(len({m[2] for m in each}), 1, f"both values in one job (one process): {marks}")
+    eq([m[0] for m in marks].count("once"), 1, f"the test without an argument once: {marks}")
+    open(log, "w").close()
+    p = run([sys.executable, RUNNER, "--build", build, "--no-unit", "--no-fuzz", "--e2e", mods,
+             "-k", "test_each[a]"], timeout=300, env=env)
+    eq(p.stdout.splitlines()[-1], "1 passed, 0 failed", f"-k test_each[a]: {p.stdout[-800:]}")

@@ -3,7 +3,7 @@ import json
 import os
 import re
 
-from helpers import (BUILD, SLOWDOWN, check, dump, eq, info, need_root, record, row, stats,
+from helpers import (BUILD, SLOWDOWN, Skip, check, dump, eq, info, need_root, record, row, stats,
                      workload)
 
 # For tests/run_tests.py: about how long these tests take on CI's machine (its order).
@@ -85,8 +85,12 @@ def complete_run(args, families="sched"):
               f"kernel counted {lo}..{hi}")
         if lo <= len(recs) <= hi:
             return truth, out, pid, recs
-    raise AssertionError(f"5 recordings, each missing switches (counted as sched_missed): "
-                         f"{len(recs)} off-CPU intervals, the kernel counted {lo}..{hi}")
+    # Each of them covered the kernel's count with its counted misses (checked above); none
+    # had every switch, so no time can be compared with the thread's own (docs/USAGE.md,
+    # sched: under load a switch now and then reaches no program): said, not failed.
+    raise Skip(f"5 recordings, each missing switches the kernel made (counted as sched_missed, "
+               f"checked): {len(recs)} off-CPU intervals, the kernel counted {lo}..{hi}: the "
+               f"times need a recording that missed none")
 
 
 def test_pingpong_one_interval_per_switch_with_its_waker():

@@ -59,9 +59,17 @@ def test_gil_bound_service_is_claimed_for_the_process():
         p = run([BPFSIGHT, "record", "-p", str(pid), "-d", "3s", "-o", path], timeout=120)
         eq(p.returncode, 0, p.stderr[-600:])
         head, claims = verdict_lines(path)
-        check(head.startswith("Verdict: GIL-bound: "), f"{head}\n" + "\n".join(claims))
+        said = f"{head}\n" + "\n".join(claims)
+        # the GIL leads, or (a machine busy with other tests) the time its request threads
+        # waited for a CPU, when the ledger says it was more: with the GIL's line after it
+        check(head.startswith("Verdict: GIL-bound: ") or
+              (head.startswith("Verdict: short of CPU: ") and
+               any(re.match(r" \* GIL +\d+\.\d% ", c) for c in claims)), said)
+        # the process and its pool said, holding or not: on a loaded machine its request
+        # threads live longer, ready to run, and their GIL share falls under the threshold
+        # (16% once, main's full run)
         proc = [c for c in claims if re.match(
-            rf" \* GIL +\d+\.\d% +python3\S* \(pid {pid}\): its (\d+) threads waited for the "
+            rf" [* ] GIL +\d+\.\d% +python3\S* \(pid {pid}\): its (\d+) threads waited for the "
             r"GIL .* of their .*; (\d+) of them lived under half the recording \(a pool\)", c)]
         check(proc, "a claim for the process and its pool:\n" + "\n".join(claims))
         check(any(re.search(r"the holders were running (Handler\.do_GET|serve_one) "
@@ -219,8 +227,9 @@ time.sleep(60)
 def test_spinning_progress_thread_is_waiting_by_design():
     """A thread polling without blocking and yielding between polls is a library's thread
     waiting for work (NCCL's socket progress thread beside a hung rank, seen on an H100): the
-    verdict says its system calls, flagged by design, never as a holding claim. Counted in
-    --osrt-mode exact (-p's default, blocked, sees none of these calls: none of them sleeps)."""
+    verdict says its polls as waiting for work by design, never as a holding claim, on a loaded
+    machine too. In --osrt-mode exact (-p's default, blocked, sees none of these calls: none of
+    them sleeps; a yield then looks like a preemption, docs/USAGE.md)."""
     need_root()
     job = spawn([DEBIAN_PY, "-c", SPINNER])
     try:
@@ -231,10 +240,22 @@ def test_spinning_progress_thread_is_waiting_by_design():
         eq(p.returncode, 0, p.stderr[-600:])
         head, claims = verdict_lines(path)
         said = f"{head}\n" + "\n".join(claims)
-        spin = [c for c in claims if re.search(rf"\(tid \d+, pid {pid}\) was in system calls "
-                                               r".*sched_yield", c)]
-        check(spin, f"the spinning thread's system calls said\n{said}")
-        check(all(not c.startswith(" *") and "by design" in c for c in spin), said)
+        # Its time in sched_yield, on a CPU and ready to run after each yield, is waiting for
+        # work (the ledger's idle line; osrt's line of its system calls gives way to it), never
+        # a claim that holds, never "short of CPU" (a loaded machine: ready to run after each
+        # yield). On a quiet one the yields return at once: its time is its poll loop's code
+        # (said as what it ran).
+        # (osrt's line of its system calls, where it explains the ledger's line of its
+        # non-blocking recvfrom polls on a loaded machine, says the same, not holding)
+        # (the CPU line may name libc's wrapper, `sched_yield` (libc.so.6), as code it ran)
+        yields = [c for c in claims
+                  if "sched_yield" in re.sub(r"`sched_yield` \(libc[^)]*\)", "", c)]
+        check(yields and all(
+            (c.startswith("   idle ") and f"pid {pid}) waited for work (sched_yield)" in c) or
+            (c.startswith("   syscalls ") and "(a thread waiting for work, by design: not a "
+             "claim)" in c) for c in yields), said)
+        check(not head.startswith("Verdict: short of CPU") and
+              not any(c.startswith(" * no CPU") for c in claims), said)
     finally:
         job.kill()
         job.wait()

@@ -326,7 +326,7 @@ int LLVMFuzzerTestOneInput(const __u8 *data, size_t size)
 		if (!(opts & exporter_bit[i]))
 			continue;
 		unlink(out_path[i]);
-		xst[i] = exporters[i]->open(out_path[i], &meta, &err);
+		xst[i] = exporters[i]->open(out_path[i], &meta, NULL, &err);
 		if (!xst[i])
 			abort();
 	}

@@ -59,6 +59,34 @@ static void test_refused(void)
 		ASSERT_TRUE(ch_server__parse(&s, bad[i]) != 0, bad[i]);
 }
 
+/* A server's version() answer, and which releases are refused (older than 18.16). */
+static void test_versions(void)
+{
+	static const struct {
+		const char *text;
+		unsigned major, minor;
+		int ok;
+	} v[] = {
+		{ "18.16.1\n", 18, 16, 1 },  { "26.7.2.1\n", 26, 7, 1 }, { "19.1.6", 19, 1, 1 },
+		{ "18.14.19\n", 18, 14, 0 }, { "1.1.54394", 1, 1, 0 },	 { "23.8.9.54", 23, 8, 1 },
+	};
+	struct ch_version got;
+
+	for (size_t i = 0; i < sizeof(v) / sizeof(*v); i++) {
+		if (!ASSERT_EQ(ch_version__parse(v[i].text, &got), 0, v[i].text))
+			continue;
+		ASSERT_EQ(got.major, v[i].major, v[i].text);
+		ASSERT_EQ(got.minor, v[i].minor, v[i].text);
+		ASSERT_EQ(ch_version__at_least(&got, CH_OLDEST_MAJOR, CH_OLDEST_MINOR), v[i].ok,
+			  v[i].text);
+		ASSERT_TRUE(!strchr(got.text, '\n'), "said without its newline");
+	}
+	ASSERT_STREQ((ch_version__parse("26.7.2.1\n", &got), got.text), "26.7.2.1", "as said");
+	ASSERT_TRUE(ch_version__parse("Ok.\n", &got) != 0, "not a version");
+	ASSERT_TRUE(ch_version__parse("", &got) != 0, "nothing");
+	ASSERT_TRUE(ch_version__parse(".16", &got) != 0, "no major");
+}
+
 int main(void)
 {
 	unsetenv("BPFSIGHT_CLICKHOUSE_USER");
@@ -66,5 +94,6 @@ int main(void)
 	RUN_TEST(test_names_and_ipv4);
 	RUN_TEST(test_ipv6_in_brackets);
 	RUN_TEST(test_refused);
+	RUN_TEST(test_versions);
 	return UNIT_EXIT();
 }

@@ -786,11 +786,12 @@ static void test_top_shows_toy(void)
 	ASSERT_EQ(record_args__check(&a), 0, "checked");
 	/*
 	 * By default top records what has columns (the toy among them; not opt-in ones), and proc;
-	 * with -p the families that sample too (the function view's).
+	 * with -p the families that sample too (the function view's) and the threads' timeline
+	 * (the ledger view's).
 	 */
 	for_each_family(it)
 		if ((it.f->top && !(it.f->flags & FAMILY_OPT_IN)) ||
-		    (it.f->flags & FAMILY_ALWAYS) || family__samples(it.f))
+		    (it.f->flags & (FAMILY_ALWAYS | FAMILY_TIMELINE)) || family__samples(it.f))
 			want |= 1ull << it.i;
 	ASSERT_EQ(a.o.families, want, "the families top records");
 	ASSERT_TRUE(family__find("toy")->top && family__find("sched") &&

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """GIL workloads with known answers, for tests/e2e/test_gil.py and bench/bench_gil.py.
 
-    gil_work.py [--go] [--interval S] [--name NAME] [--hold-start MS] MODE ARGS...
+    gil_work.py [--go] [--interval S] [--name NAME] [--hold-start MS] [--lead S] MODE ARGS...
 
     single SECS          one thread, no contention at all
     cpu N SECS           N CPU-bound threads "cpu-0".."cpu-N-1" spinning for SECS
@@ -25,6 +25,9 @@
 through a C call of MS milliseconds right after releasing them, so each of them that runs
 meanwhile waits for the GIL at least once (contention however loaded the machine: without it
 a short run's threads may never overlap).
+
+--lead S: the main thread spins S seconds before its mode begins (a start as slow as a loaded
+machine makes it), then, in the modes with N threads, joins them.
 
 --go waits for a line on stdin before the threads start (after printing "ready PID"), so a
 tracer can attach first. Each thread sets its OS name (prctl) so reports can be checked by
@@ -201,12 +204,13 @@ def mode_ioloop(iters):
     # Involuntary switches: a hold lasts more than a few microseconds only if the thread is
     # preempted while it holds the GIL.
     nivcsw = resource.getrusage(resource.RUSAGE_THREAD).ru_nivcsw
-    t0 = time.perf_counter_ns()
+    t0 = time.monotonic_ns()  # the recording's clock (CLOCK_MONOTONIC)
     for _ in range(iters):
         os.write(w, b)
         os.read(r, 1)
-    dt = time.perf_counter_ns() - t0
+    dt = time.monotonic_ns() - t0
     results["main"] = {"tid": threading.get_native_id(), "ns_per_iter": dt / iters,
+                       "t0": t0, "t1": t0 + dt,
                        "preempted": resource.getrusage(resource.RUSAGE_THREAD).ru_nivcsw - nivcsw}
 
 
@@ -244,6 +248,7 @@ def main():
     global hold_start_ms
     args = sys.argv[1:]
     go = False
+    lead = 0
     while args and args[0].startswith("--"):
         opt = args.pop(0)
         if opt == "--go":
@@ -254,10 +259,13 @@ def main():
             set_name(args.pop(0))
         elif opt == "--hold-start":
             hold_start_ms = float(args.pop(0))
+        elif opt == "--lead":  # the main thread spins this long first (a slow start)
+            lead = float(args.pop(0))
     mode, rest = args[0], args[1:]
     if go:
         print("ready %d" % os.getpid(), flush=True)
         sys.stdin.readline()
+    spin_until(time.monotonic() + lead)
     t0 = time.monotonic_ns()
     if mode == "single":
         mode_single(float(rest[0]))

@@ -245,7 +245,7 @@ const struct option export_options[] = {
 
 /* export's options: -1 to go on, else the exit status (--help, a bad option). */
 static int export_parse(int argc, char **argv, const char **format, const char **out_arg,
-			int *force)
+			int *force, struct export_opts *opts)
 {
 	int c;
 
@@ -264,7 +264,7 @@ static int export_parse(int argc, char **argv, const char **format, const char *
 			break;
 		case 'J':
 		case 'R':
-			if (ch_labels__option(&export_clickhouse_labels, c == 'J', optarg))
+			if (ch_labels__option(opts, c == 'J', optarg))
 				return EXIT_READ_FAIL;
 			break;
 		case 'h':
@@ -357,7 +357,8 @@ static int export_walk(const struct exporter *ex, void **st, struct trace_walk *
 	return err;
 }
 
-int export__render(const struct exporter *ex, const char *file, const char *out, __u64 *events)
+int export__render(const struct exporter *ex, const char *file, const char *out,
+		   const struct export_opts *opts, __u64 *events)
 {
 	struct trace_walk w;
 	int err = 0, status, busy;
@@ -366,7 +367,7 @@ int export__render(const struct exporter *ex, const char *file, const char *out,
 	*events = 0;
 	if (trace_walk__open(&w, "ship", file))
 		return -EINVAL;
-	st = ex->open(out, trace_walk__meta(&w), &err);
+	st = ex->open(out, trace_walk__meta(&w), opts, &err);
 	if (st)
 		err = export_walk(ex, &st, &w, file, events);
 	else
@@ -461,13 +462,14 @@ int cmd_export(int argc, char **argv)
 {
 	const char *format = NULL, *out_arg = NULL, *file;
 	int ret, force = 0, replace, err = 0, status = EXIT_READ_FAIL;
+	struct export_opts opts = { .rank = -1 };
 	const struct exporter *ex;
 	struct trace_walk w;
 	__u64 events = 0;
 	char *out = NULL;
 	void *st;
 
-	ret = export_parse(argc, argv, &format, &out_arg, &force);
+	ret = export_parse(argc, argv, &format, &out_arg, &force, &opts);
 	if (ret >= 0)
 		return ret;
 	file = cmd__trace_arg("export", argc, argv, export_usage);
@@ -490,9 +492,9 @@ int cmd_export(int argc, char **argv)
 		pr_err("cannot replace %s: %s\n", out, strerror(errno));
 		goto out_close;
 	}
-	if (ch_labels__for_file(&export_clickhouse_labels, file))
+	if (ch_labels__for_file(&opts, file))
 		goto out_close;
-	st = ex->open(out, trace_walk__meta(&w), &err);
+	st = ex->open(out, trace_walk__meta(&w), &opts, &err);
 	if (!st) {
 		pr_err("cannot create %s: %s\n", out, strerror(err < 0 ? -err : EIO));
 		/* Nothing of ours is there unless the exporter got as far as creating it. */

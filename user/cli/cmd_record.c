@@ -40,23 +40,32 @@ static void usage(FILE *f)
 /*
  * Stacks are read in a bpf_loop (Linux 5.17+), probed (kernel_features.h;
  * BPFSIGHT_NO_BPF_LOOP=1 or BPFSIGHT_FORCE_FALLBACKS=bpf_loop forces its absence, for the
- * tests). Without it, the stacks a family takes by default are off (said once), and the ones
- * asked for (--stacks, -t cpu) are refused with the reason.
+ * tests). Without it, the stacks a family takes by default are off (said once), the CPU samples
+ * a job's recording takes by default too, and the ones asked for (--stacks, -t cpu) are
+ * refused with the reason.
  */
 static int check_stacks(struct record_opts *o, int stacks_given)
 {
 	int asked = 0;
 
+	if (!record_opts__wants_stacks(o) || kfeature__has(KF_BPF_LOOP))
+		return 0;
 	for_each_family_slot(it, o->stack_ns) {
 		if (!(o->families & (1ull << it.i)))
 			continue;
+		if ((it.f->flags & FAMILY_STACKS) && !(o->families_named & (1ull << it.i)) &&
+		    family__samples(it.f)) {
+			o->families &= ~(1ull << it.i); /* a default's samples: left out, said */
+			pr_err("not sampling CPUs (%s): this kernel has no bpf_loop (Linux 5.17 or "
+			       "later)\n",
+			       it.f->name);
+			continue;
+		}
 		if ((it.f->flags & FAMILY_STACKS) ||
 		    (stacks_given && *it.slot != RECORD_STACKS_OFF))
 			asked = 1;
 	}
 	if (!record_opts__wants_stacks(o))
-		return 0;
-	if (kfeature__has(KF_BPF_LOOP))
 		return 0;
 	if (asked)
 		return FAIL("stacks need the bpf_loop helper (Linux 5.17 or later), which this "

@@ -35,7 +35,7 @@ static void report_usage(FILE *f)
 	fprintf(f,
 		"Usage: bpfsight report FILE [-o OUT] [--force] [--steps SOURCE]\n"
 		"       bpfsight report --from clickhouse://HOST:PORT/JOB -o OUT [--force]\n"
-		"              [--host NAME] [--rank N] [--file PATH]\n"
+		"              [--host NAME] [--rank N] [--file PATH] [-v]\n"
 		"\n"
 		"One self-contained HTML page of a trace (no network: all inline): stats' verdict\n"
 		"first, headline figures, info's summary (folded), timelines on one time axis\n"
@@ -55,6 +55,7 @@ static void report_usage(FILE *f)
 		"      --host NAME    --from: only NAME's rows\n"
 		"      --rank N       --from: only rank N's rows\n"
 		"      --file PATH    --from: only the rows of the file shipped as PATH\n"
+		"  -v, --verbose      --from: say which ClickHouse release the server runs\n"
 		"  -h, --help         this help\n"
 		"\n"
 		"Exit status: 0 done, 1 failed (nothing is left at OUT), 3 written but corrupt\n"
@@ -64,15 +65,11 @@ static void report_usage(FILE *f)
 
 /* Also printed by `bpfsight __complete options report`: completion and the docs test read it. */
 const struct option report_options[] = {
-	{ "output", required_argument, NULL, 'o' },
-	{ "force", no_argument, NULL, 'F' },
-	{ "steps", required_argument, NULL, 'S' },
-	{ "from", required_argument, NULL, 'R' },
-	{ "host", required_argument, NULL, 'H' },
-	{ "rank", required_argument, NULL, 'N' },
-	{ "file", required_argument, NULL, 'P' },
-	{ "help", no_argument, NULL, 'h' },
-	{ NULL, 0, NULL, 0 },
+	{ "output", required_argument, NULL, 'o' }, { "force", no_argument, NULL, 'F' },
+	{ "steps", required_argument, NULL, 'S' },  { "from", required_argument, NULL, 'R' },
+	{ "host", required_argument, NULL, 'H' },   { "rank", required_argument, NULL, 'N' },
+	{ "file", required_argument, NULL, 'P' },   { "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },	    { NULL, 0, NULL, 0 },
 };
 
 /* `bpfsight info PATH`'s stdout into a string (NULL after a message on failure). */
@@ -222,7 +219,9 @@ static int report_from(const struct stats_from *from, int argc, const char *out,
 	if (page_check(out, force, tmp, sizeof(tmp)) || !(f = page_create(out, tmp, &fd)))
 		return EXIT_READ_FAIL;
 	status = stats_from__page(from, f);
-	return page_finish(f, fd, tmp, out, !status) ?: status;
+	/* the server's failure (2, 4, 6: said) before the page's, which is then none */
+	fd = page_finish(f, fd, tmp, out, !status);
+	return status ?: fd;
 }
 
 int cmd_report(int argc, char **argv)
@@ -238,7 +237,7 @@ int cmd_report(int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "o:h", report_options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:hv", report_options, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			out_arg = optarg;
@@ -269,18 +268,21 @@ int cmd_report(int argc, char **argv)
 				return EXIT_READ_FAIL;
 			}
 			break;
+		case 'v':
+			from.verbose = 1;
+			break;
 		case 'h':
 			report_usage(stdout);
 			return 0;
 		default:
-			getopt_error__print("report", argc, argv, "o:h", report_options);
+			getopt_error__print("report", argc, argv, "o:hv", report_options);
 			return EXIT_READ_FAIL;
 		}
 	}
 	if (from.url)
 		return report_from(&from, argc, out_arg, force);
-	if (from.host || from.file || from.rank != -2) {
-		pr_err("--host, --rank and --file select a server's rows: with --from\n");
+	if (from.host || from.file || from.rank != -2 || from.verbose) {
+		pr_err("--host, --rank, --file and -v go with --from: a server's rows\n");
 		return EXIT_READ_FAIL;
 	}
 	file = cmd__trace_arg("report", argc, argv, report_usage);

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include "cache_dir.h"
 #include "ch_labels.h"
+#include "export_clickhouse.h"
 #include "ch_schema.h"
 #include "commands.h"
 #include "export.h"
@@ -43,10 +44,12 @@ struct ship_opts {
 	const char *url, *spool;
 	__u64 spool_max, retry_ns;
 	int timeout_s;
+	int verbose; /* -v: the server's release said */
 	__u64 batch_rows;
 	const char *watch; /* --watch DIR */
 	int busy;	   /* the last file taken is being written */
-	struct ch_labels labels;
+	struct export_opts
+		labels;		 /* the rows' (struct export_opts: export --format clickhouse's) */
 	struct ship_held *held;	 /* the spooled files this ship holds locked (ship_lock.h) */
 	struct ship_claim claim; /* its files' claims in the server (ship_claim.h) */
 	char claimant[4400];
@@ -111,7 +114,7 @@ static void ship_release(struct ship_opts *o, const struct ship_spool *sp, const
 static void ship_usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: bpfsight ship FILE... --to URL [--rank N] [--spool DIR] [--spool-max SIZE]\n"
+		"Usage: bpfsight ship FILE... --to URL [--rank N] [--spool DIR] [--spool-max SIZE] [-v]\n"
 		"                     [--retry-for DURATION] [--timeout SECONDS] [--watch DIR]\n"
 		"       bpfsight ship --to URL        (send what the spool holds)\n"
 		"\n"
@@ -136,12 +139,14 @@ static void ship_usage(FILE *f)
 		"  --take-over           ship the files another spool or host claimed (exit 7) and\n"
 		"                        left: only when that ship is gone (its host down, its\n"
 		"                        process killed), or the rows are sent twice at once\n"
+		"  -v, --verbose         say which ClickHouse release the server runs\n"
 		"  -h, --help            this help\n"
 		"\n"
 		"Exit status: 0 shipped, 1 bad arguments or an unreadable FILE, 2 the server did\n"
 		"not answer (the rest stays spooled), 3 another ship was shipping a file (it is\n"
 		"that one's), 4 credentials refused, 5 spool full, 6 the\n"
-		"server refused a statement, or https failed (its certificate: BPFSIGHT_CLICKHOUSE_CA\n"
+		"server refused a statement or is older than ClickHouse " CH_OLDEST ", or https\n"
+		"failed (its certificate: BPFSIGHT_CLICKHOUSE_CA\n"
 		"names a file of the CAs that sign it, else the system's are asked), 7 another\n"
 		"spool or host is shipping a file (its claim in the server; it stays spooled).\n");
 }
@@ -155,6 +160,7 @@ const struct option ship_options[] = {
 	{ "timeout", required_argument, NULL, 't' },
 	{ "watch", required_argument, NULL, 'W' },
 	{ "take-over", no_argument, NULL, 'O' },
+	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{},
 };
@@ -166,7 +172,7 @@ static int ship_parse(int argc, char **argv, struct ship_opts *o)
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "h", ship_options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "hv", ship_options, NULL)) != -1) {
 		switch (c) {
 		case 'T':
 			o->url = optarg;
@@ -201,11 +207,14 @@ static int ship_parse(int argc, char **argv, struct ship_opts *o)
 		case 'O':
 			o->claim.take_over = 1;
 			break;
+		case 'v':
+			o->verbose = 1;
+			break;
 		case 'h':
 			ship_usage(stdout);
 			return EXIT_READ_OK;
 		default:
-			getopt_error__print("ship", argc, argv, "h", ship_options);
+			getopt_error__print("ship", argc, argv, "hv", ship_options);
 			return EXIT_READ_FAIL;
 		}
 	}
@@ -263,8 +272,7 @@ static int ship_take(struct ch_server *s, struct ship_spool *sp, struct ship_opt
 	}
 	ship_spool__path(sp, o->labels.job, o->labels.file_id, ".part", part, sizeof(part));
 	unlink(part);
-	export_clickhouse_labels = o->labels;
-	err = export__render(&export_clickhouse, file, part, &events);
+	err = export__render(&export_clickhouse, file, part, &o->labels, &events);
 	if (!err && changed(file, &before)) {
 		unlink(part);
 		err = -EBUSY; /* rendered again once it holds still */
@@ -500,6 +508,7 @@ int cmd_ship(int argc, char **argv)
 	if (ch_server__parse(&s, o.url))
 		return EXIT_READ_FAIL;
 	s.timeout_s = o.timeout_s;
+	s.verbose = o.verbose;
 	if (*s.job && ch_labels__option(&o.labels, 1, s.job))
 		return EXIT_READ_FAIL;
 	if (!o.spool) {

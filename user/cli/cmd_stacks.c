@@ -44,7 +44,7 @@ static void stacks_usage(FILE *f)
 		"Usage: bpfsight stacks -p PID... | --all [--json] [--native | --no-native]\n"
 		"                    [--active] [--no-subprocesses] [--each]\n"
 		"       bpfsight stacks --from clickhouse://HOST:PORT/JOB [--host NAME] [--rank N]\n"
-		"                    [--file PATH] [--offcpu]\n"
+		"                    [--file PATH] [--offcpu] [-v]\n"
 		"\n"
 		"Every thread's stack of a running process now, Python and native, with its name,\n"
 		"state and the GIL's holder, like py-spy dump, without stopping the process; then\n"
@@ -72,6 +72,7 @@ static void stacks_usage(FILE *f)
 		"      --file PATH   --from: only the samples of the file shipped as PATH\n"
 		"      --offcpu      --from: the off-CPU time (us) by blocking stack instead, as\n"
 		"                    export --format folded-offcpu (--stacks=sched)\n"
+		"  -v, --verbose     --from: say which ClickHouse release the server runs\n"
 		"  -h, --help        this help\n"
 		"\n"
 		"By default a Python thread shows its Python frames and the native frames above the\n"
@@ -95,6 +96,7 @@ const struct option stacks_options[] = {
 	{ "rank", required_argument, NULL, 'R' },
 	{ "file", required_argument, NULL, 'L' },
 	{ "offcpu", no_argument, NULL, 'O' },
+	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{},
 };
@@ -245,7 +247,7 @@ static int parse_args(int argc, char **argv, struct stacks_opts *o)
 	int c;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "p:jnNah", stacks_options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "p:jnNahv", stacks_options, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			errno = 0;
@@ -274,6 +276,9 @@ static int parse_args(int argc, char **argv, struct stacks_opts *o)
 			break;
 		case 'O':
 			o->offcpu = 1;
+			break;
+		case 'v':
+			o->from.verbose = 1;
 			break;
 		case 'R':
 			errno = 0;
@@ -324,8 +329,9 @@ static int parse_args(int argc, char **argv, struct stacks_opts *o)
 		pr_err("--from reads a server's samples: no -p or --all with it\n");
 		return -1;
 	}
-	if (!o->from.url && (o->from.host || o->from.file || o->from.rank != -2 || o->offcpu)) {
-		pr_err("--host, --rank, --file and --offcpu go with --from\n");
+	if (!o->from.url &&
+	    (o->from.host || o->from.file || o->from.rank != -2 || o->offcpu || o->from.verbose)) {
+		pr_err("--host, --rank, --file, --offcpu and -v go with --from\n");
 		return -1;
 	}
 	if (o->from.url)
@@ -343,11 +349,14 @@ static int parse_args(int argc, char **argv, struct stacks_opts *o)
 }
 
 /* PID read into S; 0, or -errno after saying what failed. */
-static int read_one(struct snap_session *ss, pid_t pid, struct snap *s)
+static int read_one(struct snap_session *ss, pid_t pid, struct snap *s, int found)
 {
 	int err = snap_session__take(ss, pid, STACKS_WAIT_NS, s);
 
-	if (err) {
+	if (err == -ESRCH && found) { /* --all's, or a child: it ended after it was found */
+		pr_warn("pid %d exited before its stacks were read\n", pid);
+		snap__free(s);
+	} else if (err) {
 		pr_err("pid %d: %s: %s%s\n", pid, s->failure, strerror(-err),
 		       err == -EPERM || err == -EACCES ? " (needs root: CAP_BPF, CAP_PERFMON and "
 							 "CAP_SYS_PTRACE)"
@@ -426,9 +435,12 @@ int cmd_stacks(int argc, char **argv)
 		return 1;
 	}
 	for (int i = 0; i < n; i++) {
-		/* A named one that cannot be read fails the command; a child may have exited. */
-		if (read_one(ss, pids[i], &snaps[nread])) {
-			status |= i < roots;
+		/*
+		 * A named one that cannot be read fails the command; one --all found, or a child,
+		 * may have exited since (other jobs' ranks end as they please).
+		 */
+		if (read_one(ss, pids[i], &snaps[nread], o.all || i >= roots)) {
+			status |= i < roots && !o.all;
 			continue;
 		}
 		/* One process, or --each: each as it is read, as py-spy dump prints them. */
@@ -438,6 +450,8 @@ int cmd_stacks(int argc, char **argv)
 			print_text(&snaps[nread], &o, nread);
 		nread++;
 	}
+	if (!nread) /* all of --all's exited before they were read */
+		status = 1;
 	if (!o.json && !o.each && n > 1 && nread)
 		stacks_job__print(snaps, nread, snap_session__model(ss), o.native, o.active_only,
 				  stdout);

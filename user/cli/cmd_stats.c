@@ -27,7 +27,7 @@ static void stats_usage(FILE *f)
 	fprintf(f,
 		"Usage: bpfsight stats [OPTIONS] FILE\n"
 		"       bpfsight stats --from clickhouse://HOST:PORT/JOB [-r LIST] [-f FMT]\n"
-		"                      [--host NAME] [--rank N] [--file PATH]\n"
+		"                      [--host NAME] [--rank N] [--file PATH] [-v]\n"
 		"\n"
 		"Summary tables of a trace, in one pass (nsys stats-like). Without -r: a verdict\n"
 		"first (where the threads' time went, each claim with the report that shows it),\n"
@@ -65,6 +65,7 @@ static void stats_usage(FILE *f)
 		"      --host NAME     --from: only NAME's rows\n"
 		"      --rank N        --from: only rank N's rows\n"
 		"      --file PATH     --from: only the rows of the file shipped as PATH\n"
+		"  -v, --verbose       --from: say which ClickHouse release the server runs\n"
 		"  -h, --help          this help\n",
 		names, sources);
 }
@@ -107,6 +108,7 @@ const struct option stats_options[] = {
 	{ "host", required_argument, NULL, OPT_HOST },
 	{ "rank", required_argument, NULL, OPT_RANK },
 	{ "file", required_argument, NULL, OPT_FILE },
+	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{},
 };
@@ -262,10 +264,13 @@ static int parse_one(struct stats_args *a, int c, int argc, char **argv)
 		}
 		return 0;
 	}
+	case 'v':
+		a->from.verbose = 1;
+		return 0;
 	case 'h':
 		return 2;
 	default:
-		getopt_error__print("stats", argc, argv, "r:f:o:h", stats_options);
+		getopt_error__print("stats", argc, argv, "r:f:o:hv", stats_options);
 		return 1;
 	}
 }
@@ -358,7 +363,7 @@ int cmd_stats(int argc, char **argv)
 	a->from.rank = -2;
 	optind = 1;
 	opterr = 0;
-	while (!ret && (c = getopt_long(argc, argv, "r:f:o:h", stats_options, NULL)) != -1)
+	while (!ret && (c = getopt_long(argc, argv, "r:f:o:hv", stats_options, NULL)) != -1)
 		ret = parse_one(a, c, argc, argv);
 	if (ret < 0)
 		pr_err("out of memory\n");
@@ -368,6 +373,10 @@ int cmd_stats(int argc, char **argv)
 	}
 	if (ret)
 		goto out;
+	if (!a->from.url && a->from.verbose) {
+		pr_err("-v says the server's release: with --from\n");
+		goto out;
+	}
 	if (!a->from.url) {
 		file = cmd__trace_arg("stats", argc, argv, stats_usage);
 		if (!file)

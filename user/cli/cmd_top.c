@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include "commands.h"
 #include "family.h"
+#include "ledger.h"
 #include "privileges.h"
 #include "msg.h"
 #include "record_args.h"
@@ -24,6 +25,7 @@
 #include "top_screen.h"
 #include "top_term.h"
 #include "top_ui.h"
+#include "verdict_ledger.h"
 
 #define FAIL(...) msg__fail(__VA_ARGS__)
 
@@ -55,9 +57,46 @@ static void usage(FILE *f)
 	fprintf(f,
 		"\n"
 		"Keys: q quit, < > sort column, t threads, i idle rows, f functions (there: 1-4\n"
-		"sort, l lines or functions, c since the start, r reset), h help. Needs root, or\n"
-		"CAP_BPF + CAP_PERFMON. Without a terminal on stdout it writes batch frames.\n");
+		"sort, l lines or functions, c since the start, r reset), w where the time went\n"
+		"(--ledger), h help. Needs root, or CAP_BPF + CAP_PERFMON. Without a terminal on\n"
+		"stdout it writes batch frames.\n");
 }
+
+/* The ledger view's machinery: the verdict's ledger over each interval (top.h). */
+static void *ledger_new(void)
+{
+	return ledger__new(NULL);
+}
+
+static void ledger_add(void *st, const struct bs_hdr *rec, const struct trace_model *m)
+{
+	ledger__add(st, rec, m);
+}
+
+static int ledger_lines(void *st, const struct trace_model *m, __u64 from, __u64 to, FILE *f)
+{
+	ledger__set_window(st, from, to);
+	return ledger__build(st, m) ? 0 : verdict_ledger__text(st, m, f);
+}
+
+static void ledger_clock(void *st, __u32 pid, __u32 tid, __u64 ts, __u64 cpu_ns, __u64 delay_ns,
+			 int end)
+{
+	ledger__clock(st, pid, tid, ts, cpu_ns, delay_ns, end);
+}
+
+static void ledger_free(void *st)
+{
+	ledger__free(st);
+}
+
+static const struct top_ledger_ops ledger_view = {
+	.new = ledger_new,
+	.add = ledger_add,
+	.lines = ledger_lines,
+	.clock = ledger_clock,
+	.free = ledger_free,
+};
 
 /* What only top checks: it launches nothing; without -p it shows every process. */
 static int check_top(struct record_args *a, int argc, char **argv)
@@ -160,6 +199,7 @@ static int replay(struct record_args *a, const char *path)
 		top__free(t);
 		return 1;
 	}
+	top__set_ledger(t, &ledger_view);
 	base = strrchr(path, '/');
 	uo = (struct top_ui_opts){ .t = t,
 				   .batch = 1,
@@ -170,7 +210,8 @@ static int replay(struct record_args *a, const char *path)
 				   .target = base ? base + 1 : path,
 				   .functions = a->functions,
 				   .fsort = a->functions ? sort : 0,
-				   .funcs_hint = "the recording took none" };
+				   .funcs_hint = "the recording took none",
+				   .ledger = a->ledger };
 	ret = top_replay__run(t, path, &uo, top_ui__batch_width());
 	top__free(t);
 	return ret;
@@ -215,6 +256,7 @@ int cmd_top(int argc, char **argv)
 	sort = sort_column(t, a.sort, a.functions);
 	if (sort < 0)
 		goto out;
+	top__set_ledger(t, &ledger_view);
 	target_text(o, target, sizeof(target));
 	uo = (struct top_ui_opts){ .t = t,
 				   .batch = a.batch || !top_term__usable(),
@@ -226,7 +268,8 @@ int cmd_top(int argc, char **argv)
 				   .target = target,
 				   .functions = a.functions,
 				   .fsort = a.functions ? sort : 0,
-				   .funcs_hint = funcs_hint(o, hint, sizeof(hint)) };
+				   .funcs_hint = funcs_hint(o, hint, sizeof(hint)),
+				   .ledger = a.ledger };
 	/* The screen thread reads resizes from a signalfd: every thread blocks SIGWINCH. */
 	sigemptyset(&winch);
 	sigaddset(&winch, SIGWINCH);

@@ -44,12 +44,14 @@ extern const struct bpfsight_cmd bpfsight_cmds[];
 void dump__list_kinds(char *buf, size_t len);	  /* cmd_dump.c: dump --kind */
 void export__list_formats(char *buf, size_t len); /* cmd_export.c: export --format */
 struct exporter;				  /* export.h */
+struct export_opts;				  /* export.h */
 /*
  * FILE through EX into OUT (created, removed again on failure), as export does, quietly: 0 (a
  * file with corrupt chunks too: what was readable), -EBUSY (a recorder is writing FILE now: OUT
  * removed), or a negative errno said on stderr. *EVENTS: the events decoded.
  */
-int export__render(const struct exporter *ex, const char *file, const char *out, __u64 *events);
+int export__render(const struct exporter *ex, const char *file, const char *out,
+		   const struct export_opts *opts, __u64 *events);
 
 /* After getopt: argv's one FILE (info, dump, stats, export, report); NULL when there is none or
  * more than one, said on stderr with CMD's usage. */

@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include "cache_dir.h"
 #include "ch_labels.h"
+#include "export_clickhouse.h"
 #include "ch_schema.h"
 #include "human.h"
 #include "metrics.h"
@@ -197,7 +198,7 @@ struct monitor_ship *monitor_ship__new(struct metrics *m, const char *url, const
 				       __u64 spool_max, __u64 interval_ns)
 {
 	struct monitor_ship *ms = calloc(1, sizeof(*ms));
-	struct ch_labels labels = { .rank = -1 };
+	struct export_opts labels = { .rank = -1 };
 	char dir[4400], cache[4096];
 	pthread_condattr_t ca;
 

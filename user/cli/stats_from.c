@@ -162,10 +162,15 @@ static int ch_status(int err)
 	return err == -EACCES ? 4 : 6;
 }
 
-/* F's server into S, its rows' filters into WHERE and JOB: 0, or 1 (said). */
+/*
+ * F's server into S, its release asked (a server older than the oldest tested refused; -v
+ * says it), its rows' filters into WHERE and JOB: 0, or the exit status (said).
+ */
 static int ch_open(const struct stats_from *f, struct ch_server *s, char *where, size_t wlen,
 		   char *job, size_t jlen)
 {
+	int err;
+
 	if (ch_server__parse(s, f->url))
 		return 1;
 	if (!*s->job || ch_where(f, s->job, where, wlen)) {
@@ -175,7 +180,11 @@ static int ch_open(const struct stats_from *f, struct ch_server *s, char *where,
 		return 1;
 	}
 	snprintf(job, jlen, "job = '%s'", s->job);
-	return 0;
+	s->verbose = f->verbose;
+	err = ch_version__ask(s);
+	if (err)
+		pr_err("%s\n", s->error);
+	return err ? ch_status(err) : 0;
 }
 
 int stats_from__folded(const struct stats_from *f, int offcpu, FILE *out)
@@ -184,9 +193,12 @@ int stats_from__folded(const struct stats_from *f, int offcpu, FILE *out)
 	struct ch_server s;
 	int err, n = 0;
 
-	if (ch_open(f, &s, where, sizeof(where), job, sizeof(job)))
-		return 1;
-	sql = ch_report__sql(offcpu ? &ch_folded_offcpu : &ch_folded_stacks, where, job, NULL);
+	err = ch_open(f, &s, where, sizeof(where), job, sizeof(job));
+	if (err)
+		return err;
+	/* the cpu family's and the sched family's (their struct family.sql) */
+	sql = ch_report__sql(ch_report__named(offcpu ? "folded-offcpu" : "folded"), where, job,
+			     NULL);
 	err = sql ? ch_server__run(&s, sql, NULL, 0, &ans) : -ENOMEM;
 	free(sql);
 	if (err) {
@@ -207,10 +219,13 @@ int stats_from__folded(const struct stats_from *f, int offcpu, FILE *out)
 	return n ? 0 : 1;
 }
 
+/* The report nccl_stragglers' sentences read (stragglers_from.c). */
+#define RANK_SUM "nccl_rank_sum"
+
 /* The verdict's nccl_rank_sum when it asked for it (VF may be NULL): the notes read it too. */
 static const struct table *rank_sum(const struct verdict_from *vf)
 {
-	return vf ? verdict__table(verdict_from__verdict(vf), ch_nccl_rank_sum.name) : NULL;
+	return vf ? verdict__table(verdict_from__verdict(vf), RANK_SUM) : NULL;
 }
 
 /* Report R into T: asked, or, where the events per kind HAVE (NULL: not known) hold none it
@@ -227,8 +242,10 @@ static int report(struct ch_server *s, const struct ch_report *r, const struct t
 static int ask_rank_sum(struct ch_server *s, const struct table *have, const char *where,
 			const char *job, const char *files, struct table **rsum)
 {
-	*rsum = table__new(ch_nccl_rank_sum.name);
-	return *rsum ? report(s, &ch_nccl_rank_sum, have, where, job, files, *rsum) : -ENOMEM;
+	const struct ch_report *r = ch_report__find(RANK_SUM);
+
+	*rsum = r ? table__new(RANK_SUM) : NULL;
+	return *rsum ? report(s, r, have, where, job, files, *rsum) : r ? -ENOMEM : -ENOENT;
 }
 
 /* How many reports of LIST ("a,b") are made of some kinds of row only (struct ch_report.needs). */
@@ -261,21 +278,23 @@ int stats_from__run(const struct stats_from *f, FILE *out)
 	int status = 0, first = 1, err;
 	struct json j;
 
-	if (!list || ch_open(f, &s, where, sizeof(where), job, sizeof(job))) {
+	status = list ? ch_open(f, &s, where, sizeof(where), job, sizeof(job)) : 1;
+	if (status) {
 		free(list);
-		return 1;
+		return status;
 	}
 	/* every name first: a typo costs no query */
 	for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		if (!ch_report__find(tok)) {
 			char there[512];
 			size_t n = 0;
+			const struct ch_report *c;
+			size_t it = 0;
 
 			there[0] = 0;
-			for (const struct ch_report *const *c = ch_reports; *c && n < sizeof(there);
-			     c++)
+			while ((c = ch_report__next(&it)) && n < sizeof(there))
 				n += snprintf(there + n, sizeof(there) - n, "%s%s", n ? ", " : "",
-					      (*c)->name);
+					      c->name);
 			pr_err("report '%s' is not computed in ClickHouse (there: %s; "
 			       "docs/CLICKHOUSE.md)\n",
 			       tok, there);
@@ -342,7 +361,7 @@ int stats_from__run(const struct stats_from *f, FILE *out)
 		/* nccl_stragglers gets its sentences added below: its own table */
 		if (vf && !stragglers)
 			asked = verdict__table(verdict_from__verdict(vf), tok);
-		if (!asked && r == &ch_nccl_rank_sum)
+		if (!asked && r && r == ch_report__find(RANK_SUM))
 			asked = rsum; /* asked for nccl_stragglers' sentences */
 		if (!t || asked)
 			err = t ? 0 : -ENOMEM;
@@ -403,6 +422,8 @@ static const char *loss_warning(const struct stats_from_loss *l, char *buf, size
 int stats_from__page(const struct stats_from *f, FILE *out)
 {
 	char where[1024], job[300], fbuf[65536], list[1024] = "", warn[1280];
+	const struct ch_report *r;
+	size_t it = 0;
 	struct stats_from_loss loss;
 	struct table *own[PAGE_REPORTS], *rsum = NULL;
 	const struct table *t[PAGE_REPORTS]; /* own's, or the verdict's answers */
@@ -412,24 +433,25 @@ int stats_from__page(const struct stats_from *f, FILE *out)
 	struct ch_server s;
 	int n = 0, err;
 
-	if (ch_open(f, &s, where, sizeof(where), job, sizeof(job)))
-		return 1;
+	err = ch_open(f, &s, where, sizeof(where), job, sizeof(job));
+	if (err)
+		return err;
 	files = stats_from__files(&s, where, job, fbuf, sizeof(fbuf));
 	vf = verdict_from__judge(&s, f->url, where, job, files, &err);
-	for (const struct ch_report *const *r = ch_reports; vf && *r && n < PAGE_REPORTS && !err;
-	     r++) {
-		int stragglers = *r == ch_report__find("nccl_stragglers");
+	for (r = ch_report__next(&it); vf && r && n < PAGE_REPORTS && !err;
+	     r = ch_report__next(&it)) {
+		int stragglers = r == ch_report__find("nccl_stragglers");
 
 		/* what the verdict asked for is not asked again (but the table notes are added to) */
-		t[n] = stragglers ? NULL : verdict__table(verdict_from__verdict(vf), (*r)->name);
-		if (!t[n] && *r == &ch_nccl_rank_sum)
+		t[n] = stragglers ? NULL : verdict__table(verdict_from__verdict(vf), r->name);
+		if (!t[n] && r == ch_report__find(RANK_SUM))
 			t[n] = rsum; /* asked for nccl_stragglers' sentences */
-		own[n] = t[n] ? NULL : table__new((*r)->name);
+		own[n] = t[n] ? NULL : table__new(r->name);
 		/* a report over rows it needs none of: its empty table, not its query's cost */
 		if (t[n])
 			err = 0;
 		else
-			err = own[n] ? report(&s, *r, verdict_from__kinds(vf), where, job, files,
+			err = own[n] ? report(&s, r, verdict_from__kinds(vf), where, job, files,
 					      own[n])
 				     : -ENOMEM;
 		t[n] = t[n] ?: own[n];
@@ -441,7 +463,7 @@ int stats_from__page(const struct stats_from *f, FILE *out)
 							  rank_sum(vf) ?: rsum);
 		if (t[n])
 			used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%s",
-						 used ? "," : "", (*r)->name);
+						 used ? "," : "", r->name);
 		n += t[n] != NULL;
 	}
 	if (vf && !err)

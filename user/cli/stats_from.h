@@ -13,7 +13,8 @@ struct stats_from {
 	const char *file;    /* only this file's rows (its path as shipped), NULL: every file's */
 	int rank;	     /* only this rank's rows, -2: every rank's */
 	enum stats_format fmt;
-	int width; /* the verdict's columns (table format), 0: no limit */
+	int width;   /* the verdict's columns (table format), 0: no limit */
+	int verbose; /* -v: the server's release said on stderr */
 };
 
 /* The reports, to OUT: the exit status (0; 1 said on stderr; ship's 2, 4, 6 for the server). */

@@ -45,11 +45,13 @@ static const char *worst_fn(const struct table *t, __u64 seq, __u64 wait)
 int stats_from__straggler_notes(struct ch_server *s, const char *where, const char *job,
 				const char *files, struct table *t, const struct table *rank_sum)
 {
-	struct table *mine = rank_sum ? NULL : table__new(ch_nccl_rank_sum.name);
+	const struct ch_report *r = ch_report__find("nccl_rank_sum"); /* nccl's */
+	struct table *mine = rank_sum || !r ? NULL : table__new(r->name);
 	const struct table *rs = rank_sum ?: mine;
 	int err = rank_sum ? 0
-		  : mine   ? stats_from__table(s, &ch_nccl_rank_sum, where, job, files, mine)
-			   : -ENOMEM;
+		  : mine   ? stats_from__table(s, r, where, job, files, mine)
+		  : r	   ? -ENOMEM
+			   : -ENOENT;
 	int n = rs ? table__nrows(rs) : 0, async = 0, ce = table__col(t, "end_spread_ns");
 	struct made *v = err ? NULL : calloc((size_t)n + 1, sizeof(*v));
 

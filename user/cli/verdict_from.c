@@ -5,10 +5,11 @@
  * record (the rows' span, the threads' names and lives, the events per kind) comes from
  * ch_verdict.h's answers; each input a family's rules read (struct family_verdict.reads) from
  * the report the server computes by that name (ch_reports.h: a table) or the rule's state
- * (ch_verdict.h: a table its LOAD reads). A family whose inputs are not all there is not
+ * (its family's input, ch_reports.h: a table its LOAD reads). A family whose inputs are not all there is not
  * judged, and the verdict says so.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "ch_http.h"
@@ -16,6 +17,7 @@
 #include "ch_verdict.h"
 #include "family.h"
 #include "family_stats.h"
+#include "ledger.h"
 #include "snap_records.h"
 #include "stats_from.h"
 #include "syscall_names.h"
@@ -39,6 +41,7 @@ struct verdict_from {
 	struct vfrom q;
 	struct trace_model *m;
 	struct verdict *v;
+	struct ledger *l; /* the ledger the files' rows gave (NULL: none) */
 };
 
 /* Report R's answer, kept until the verdict is printed: NULL with *ERR set. */
@@ -151,11 +154,13 @@ static int snaps(struct vfrom *q, struct trace_model *m)
 					      "state",	    "syscall", "syscall_nr", "flags",
 					      "off_cpu_ns", "cpu_ns",  "stack",	     "call",
 					      "where" };
+	/* the threads' snapshots: proc's input (its struct family.sql) */
+	const struct ch_report *snaps = ch_report__named("verdict_snaps");
 	struct table *t;
 
-	if (ch_verdict_snaps.needs && !has_kind(q, ch_verdict_snaps.needs))
+	if (!snaps || (snaps->needs && !has_kind(q, snaps->needs)))
 		return 0; /* no snapshot in the rows: nothing to observe, no query's cost */
-	if (!(t = ask(q, &ch_verdict_snaps, &err)))
+	if (!(t = ask(q, snaps, &err)))
 		return err;
 	for (int k = 0; k < 17; k++)
 		c[k] = table__col(t, keys[k]);
@@ -231,6 +236,111 @@ static int lives(struct vfrom *q, struct verdict *v)
 	return err;
 }
 
+/* Column NAME of ledger row R of T: a number, a string ("" when none). */
+static __u64 lu(const struct table *t, int r, const char *name)
+{
+	int c = table__col(t, name);
+
+	return c >= 0 ? table__get_u64(t, r, c) : 0;
+}
+
+static const char *ls(const struct table *t, int r, const char *name)
+{
+	int c = table__col(t, name);
+	const char *s = c >= 0 ? table__get_str(t, r, c) : NULL;
+
+	return s ? s : "";
+}
+
+/* Whether unit row A outweighs unit row B: the larger score, then the lower pid and tid. */
+static int outweighs(const struct table *t, int a, int b)
+{
+	if (lu(t, a, "score") != lu(t, b, "score"))
+		return lu(t, a, "score") > lu(t, b, "score");
+	if (lu(t, a, "pid") != lu(t, b, "pid"))
+		return lu(t, a, "pid") < lu(t, b, "pid");
+	return lu(t, a, "tid") < lu(t, b, "tid");
+}
+
+/* The entries of the file FILE of T (its `entry` rows, in order) as the unit U's. */
+static int give_unit(struct ledger *l, const struct table *t, const char *file,
+		     struct ledger_unit *u)
+{
+	struct ledger_entry *e = calloc((size_t)table__nrows(t) + 1, sizeof(*e));
+	size_t n = 0;
+	int err;
+
+	if (!e)
+		return -ENOMEM;
+	for (int r = 0; r < table__nrows(t); r++) {
+		int kind = ledger__kind_of(ls(t, r, "entry"));
+		int inside = ledger__kind_of(ls(t, r, "inside"));
+
+		if (strcmp(ls(t, r, "row"), "entry") || strcmp(ls(t, r, "file_id"), file) ||
+		    kind < 0)
+			continue;
+		e[n++] = (struct ledger_entry){
+			.kind = (enum ledger_kind)kind,
+			.what = ls(t, r, "name"),
+			.where = ls(t, r, "where"),
+			.ns = lu(t, r, "ns"),
+			.oncpu_ns = lu(t, r, "oncpu_ns"),
+			.runnable_ns = lu(t, r, "runnable_ns"),
+			.own_ns = lu(t, r, "own_ns"),
+			.waker = (__u32)lu(t, r, "waker"),
+			.waker_ns = lu(t, r, "waker_ns"),
+			.waker_where = ls(t, r, "waker_where"),
+			.idle = !!lu(t, r, "idle"),
+			.own = !!lu(t, r, "own"),
+			.inside = inside < 0 ? LEDGER_CODE : (enum ledger_kind)inside,
+		};
+	}
+	err = ledger__give_unit(l, u, e, n);
+	free(e);
+	return err;
+}
+
+/*
+ * The ledger the rows gave (proc's ledger_rows.c: each file's critical unit, its entries, its
+ * threads' time waiting for a batch): the unit of the largest weight among the files', as the
+ * verdict's rules read it (ledger.h, "a ledger given"). None in the rows: the verdict words
+ * no ledger line, as stats FILE's without sched's timeline.
+ */
+static int ledger_given(struct verdict_from *vf)
+{
+	const struct ch_report *r = ch_report__named("verdict_ledger");
+	struct ledger_unit u = { 0 };
+	struct table *t;
+	int err, best = -1;
+
+	if (!r || (r->needs && !has_kind(&vf->q, r->needs)))
+		return 0;
+	if (!(t = ask(&vf->q, r, &err)))
+		return err;
+	for (int i = 0; i < table__nrows(t); i++)
+		if (!strcmp(ls(t, i, "row"), "unit") && (best < 0 || outweighs(t, i, best)))
+			best = i;
+	if (best < 0)
+		return 0;
+	if (!(vf->l = ledger__new(NULL)))
+		return -ENOMEM;
+	u.pid = (__u32)lu(t, best, "pid");
+	u.tid = (__u32)lu(t, best, "tid");
+	u.nthreads = (__u32)lu(t, best, "threads");
+	snprintf(u.name, sizeof(u.name), "%s", ls(t, best, "name"));
+	u.total_ns = lu(t, best, "total_ns");
+	u.job_threads = (__u32)lu(t, best, "job_threads");
+	u.cpus = (__u32)lu(t, best, "cpus");
+	u.score = lu(t, best, "score");
+	err = give_unit(vf->l, t, ls(t, best, "file_id"), &u);
+	for (int i = 0; !err && i < table__nrows(t); i++)
+		if (!strcmp(ls(t, i, "row"), "input"))
+			err = ledger__give_time_in(vf->l, (__u32)lu(t, i, "pid"),
+						   (__u32)lu(t, i, "tid"), LEDGER_INPUT,
+						   lu(t, i, "ns"));
+	return err ?: verdict__set_report(vf->v, "ledger", NULL, vf->l);
+}
+
 /* Input NAME of a family's rules, if the server computes it: a report's table or a state. */
 static int input(struct vfrom *q, struct verdict *v, const char *name)
 {
@@ -240,7 +350,7 @@ static int input(struct vfrom *q, struct verdict *v, const char *name)
 
 	if (verdict__table(v, name))
 		return 0; /* another family reads it too */
-	r = r ?: ch_verdict__state(name);
+	r = r ?: ch_report__named(name);
 	if (!r)
 		return 0; /* not computed there: the family is not judged (said) */
 	if (r->needs && !has_kind(q, r->needs)) {
@@ -264,7 +374,7 @@ static int computed(const char *name, size_t len)
 	char buf[64];
 
 	snprintf(buf, sizeof(buf), "%.*s", (int)len, name);
-	return ch_report__find(buf) || ch_verdict__state(buf);
+	return ch_report__named(buf) != NULL;
 }
 
 /*
@@ -326,6 +436,7 @@ struct verdict_from *verdict_from__judge(struct ch_server *s, const char *url, c
 	*err = *err ?: snaps(&vf->q, vf->m);
 	*err = *err ?: lives(&vf->q, vf->v);
 	*err = *err ?: inputs(&vf->q, vf->v);
+	*err = *err ?: ledger_given(vf);
 	if (*err) {
 		verdict_from__free(vf);
 		return NULL;
@@ -349,6 +460,7 @@ void verdict_from__free(struct verdict_from *vf)
 	if (!vf)
 		return;
 	verdict__free(vf->v);
+	ledger__free(vf->l);
 	trace_model__free(vf->m);
 	for (int i = 0; i < vf->q.n; i++)
 		table__free(vf->q.t[i]);

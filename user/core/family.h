@@ -25,7 +25,8 @@
 /*
  * A family's sides, each defined by the layer that reads it (the header beside each) and
  * named here by pointer only: what it does when recording, what stats, report and the
- * verdict take of it, what the exports, monitor and top show of it. tools/check_layers.py
+ * verdict take of it, what the exports, monitor and top show of it, what a ClickHouse server
+ * computes of it (stats --from). tools/check_layers.py
  * holds core to these: a core file names no other type it does not define, and no core .c
  * file names these (docs/ARCHITECTURE.md, "Layers").
  */
@@ -34,6 +35,7 @@ struct family_stats;   /* family_stats.h */
 struct family_export;  /* export_model.h */
 struct metrics_family; /* metrics_family.h */
 struct top_family;     /* top_family.h */
+struct family_sql;     /* ch_reports.h */
 struct rec_rebase;     /* below */
 struct json;	       /* json.h */
 
@@ -197,6 +199,11 @@ int family__kind_is_event(const char *kind);
 #define FAMILY_UPROBES 0x40
 /* its records come from the cupti-shim, on the job's CUPTI clock (record->shim says how) */
 #define FAMILY_SHIM 0x100
+/*
+ * its records are the threads' timeline, on a CPU or off it, that the verdict's ledger
+ * accounts (sched's): `top -p` records it, for its ledger view
+ */
+#define FAMILY_TIMELINE 0x200
 
 /*
  * A record type that is a cumulative snapshot (totals since the recording began; a reader
@@ -310,6 +317,12 @@ struct family {
 	const struct metrics_family *metrics;
 	/* `bpfsight top`: its columns (top_family.h); top records these families by default. */
 	const struct top_family *top;
+	/*
+	 * `stats --from`, `stacks --from`, `report --from`: its reports and its rules' inputs as
+	 * SQL in a ClickHouse server, in its NAME_sql.c beside the C reports they equal
+	 * (ch_reports.h). May be NULL: none computed there.
+	 */
+	const struct family_sql *sql;
 };
 
 /* At most this many families: their sets are u64 bit masks (record_opts.families). */

@@ -14,12 +14,29 @@
 #include "trace_model.h"
 #include "trace_reader.h"
 
+/*
+ * What a command tells a format beside the trace, given to its open (a format reads what it
+ * uses): export's --job and --rank, ship's labels. NULL: none given.
+ */
+struct export_opts {
+	/*
+	 * clickhouse: the rows' job, the file they come from and its content id, its rank (-1:
+	 * unknown). A merged file's rows take their rank, host and file from its RANK records.
+	 */
+	const char *job, *file, *file_id;
+	__s32 rank;
+};
+
 struct exporter {
 	const char *format; /* "perfetto", "chrome", "sqlite" */
 	const char *desc;
 	const char *suffix; /* replaces FILE's .bst when -o is not given: ".pftrace" */
-	/* Create OUT (it does not exist yet, or --force removed it). NULL + *err on failure. */
-	void *(*open)(const char *out, const struct trace_meta *meta, int *err);
+	/*
+	 * Create OUT (it does not exist yet, or --force removed it), with OPTS (may be NULL).
+	 * NULL + *err on failure.
+	 */
+	void *(*open)(const char *out, const struct trace_meta *meta,
+		      const struct export_opts *opts, int *err);
 	/*
 	 * Every record, in file order, after the model has seen it. EV is its decoded event
 	 * when the decoder returned 1, else NULL (metadata records: strings, aggregates).

@@ -380,7 +380,8 @@ static void chrome_free(struct chrome *c)
 	free(c);
 }
 
-static void *chrome__open(const char *out, const struct trace_meta *meta, int *err)
+static void *chrome__open(const char *out, const struct trace_meta *meta,
+			  const struct export_opts *opts, int *err)
 {
 	struct chrome *c = calloc(1, sizeof(*c));
 

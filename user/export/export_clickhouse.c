@@ -8,6 +8,9 @@
  * kind added to bpfsight needs no new table. Metadata records (strings, symbols) make no row,
  * but those the reports read (rec_decoder's row: the in-kernel aggregates' snapshots, a
  * thread's last switch-out); and what the reports read of the whole file ends it (ch_file_rows).
+ * The export model's EX_ROWS view: what a family adds to the rows for its reports and rules in
+ * the server (keys on a record's, a stack's, a process's row; rows of its own) is its struct
+ * ex_rows, rendered here as any format renders the model; this file names no family.
  *
  * Streamed: a row is written as its event is read; memory holds one row's arguments, and the
  * file's threads and stacks (for the last rows): it grows with those, never with events.
@@ -19,6 +22,7 @@
 #include <unistd.h>
 #include "export.h"
 #include "export_clickhouse.h"
+#include "export_model.h"
 #include "family.h"
 #include "cpu_samples.h"
 #include "export_samples.h"
@@ -28,15 +32,17 @@
 #include "stack_format.h"
 #include "trace_ranks.h"
 
-struct ch_labels export_clickhouse_labels = { .rank = -1 };
-__u64 export_clickhouse_rows;
-
 struct ch_export {
+	struct ex_sink sink; /* EX_ROWS: the families' part of the rows */
 	FILE *f;
 	FILE *args; /* one row's arguments as JSON */
 	char *args_buf;
 	size_t args_len;
-	struct ch_labels labels;
+	/* the row being made, as the families' keys go on it: an event's args written so far
+	 * (RAW: ",key":value appended; EMPTY: none yet), else a stack's or process's object (J) */
+	int in_row, raw, empty;
+	struct json *j;
+	struct export_opts labels;
 	const char *host;
 	/* the header's CLOCK_REALTIME less its CLOCK_MONOTONIC, added modulo 2^64: a corrupt
 	 * header's clocks wrap, never overflow */
@@ -51,7 +57,6 @@ struct ch_export {
 	__u64 first_ts, last_ts;
 	char *families; /* the header's, the families recorded (the verdict says so); NULL: none */
 	char *gpus;	/* the header's GPUs, a line each (the MFU rule's peak); NULL: none */
-	void *rows;	/* the labels' rows_new state: the families' rows past the events' */
 };
 
 /* S as a TabSeparated field: ClickHouse's escapes for the bytes that would end it. */
@@ -91,8 +96,7 @@ static void ch_tsv_str(FILE *f, const char *s)
 
 static void ch_free(struct ch_export *st)
 {
-	if (st->rows && st->labels.rows_free)
-		st->labels.rows_free(st->rows);
+	ex_sink__fini(&st->sink);
 	if (st->args)
 		fclose(st->args);
 	free(st->args_buf);
@@ -105,13 +109,22 @@ static void ch_free(struct ch_export *st)
 	free(st);
 }
 
-static void *ch_open(const char *out, const struct trace_meta *meta, int *err)
+static const struct ex_sink_ops ch_sink_ops;
+
+static void *ch_open(const char *out, const struct trace_meta *meta, const struct export_opts *opts,
+		     int *err)
 {
 	struct ch_export *st = calloc(1, sizeof(*st));
 	int fd;
 
 	if (!st) {
 		*err = -ENOMEM;
+		return NULL;
+	}
+	st->labels = opts ? *opts : (struct export_opts){ .rank = -1 };
+	if (ex_sink__init(&st->sink, &ch_sink_ops, meta, EX_ROWS) || ex_sink__rows_new(&st->sink)) {
+		*err = -ENOMEM;
+		ch_free(st);
 		return NULL;
 	}
 	st->args = open_memstream(&st->args_buf, &st->args_len);
@@ -126,18 +139,10 @@ static void *ch_open(const char *out, const struct trace_meta *meta, int *err)
 		ch_free(st);
 		return NULL;
 	}
-	st->labels = export_clickhouse_labels;
-	if (st->labels.rows_new && !(st->rows = st->labels.rows_new())) {
-		*err = -ENOMEM;
-		fclose(st->f);
-		ch_free(st);
-		return NULL;
-	}
 	st->host = meta->hostname ? meta->hostname : "";
 	st->wall_minus_mono = meta->start.realtime_ns - meta->start.mono_ns;
 	st->families = meta->families ? strdup(meta->families) : NULL; /* NULL: not said */
 	st->gpus = meta->gpus && *meta->gpus ? strdup(meta->gpus) : NULL;
-	export_clickhouse_rows = 0;
 	return st;
 }
 
@@ -170,49 +175,115 @@ static int ch_row(struct ch_export *st, const struct trace_model *m, __u32 pid, 
 	ch_tsv_str(f, name);
 	ch_tsv(f, args, args_len);
 	fputc('\n', f);
-	export_clickhouse_rows++;
 	return ferror(f) ? -EIO : 0;
 }
 
+/* V as a JSON value into J. */
+static void ch_value(struct json *j, const struct ex_value *v)
+{
+	switch (v->kind) {
+	case EX_INT:
+		json__s64(j, v->i);
+		break;
+	case EX_UINT:
+		json__u64(j, v->u);
+		break;
+	case EX_REAL:
+	case EX_FIXED:
+		json__double_g(j, v->d); /* exact: the server reads back the double it was */
+		break;
+	case EX_TEXT:
+	case EX_STRING:
+	case EX_NAME:
+		if (v->s) {
+			json__str(j, v->s);
+			break;
+		}
+		/* fallthrough */
+	default:
+		json__null(j);
+	}
+}
+
+/* The sink's key: V on the row being made (an event's args, or a stack's, a process's). */
+static int ch_key(struct ex_sink *s, const struct ex_value *v)
+{
+	struct ch_export *st = (struct ch_export *)s;
+	struct json j;
+
+	if (!st->in_row)
+		return 0;
+	if (!st->raw) {
+		json__key(st->j, v->key);
+		ch_value(st->j, v);
+		return 0;
+	}
+	fprintf(st->args, "%s", st->empty ? "" : ",");
+	st->empty = 0;
+	json__init(&j, st->args, 0);
+	json__str(&j, v->key);
+	fputc(':', st->args);
+	ch_value(&j, v);
+	return ferror(st->args) ? -ENOMEM : 0;
+}
+
+static int ch_row_id(struct ex_sink *s, __u64 *id)
+{
+	struct ch_export *st = (struct ch_export *)s;
+
+	*id = st->seq;
+	return st->in_row && st->raw;
+}
+
+/* A family's own row (its ex_rows.end): at the recording's start. */
+static int ch_own_row(struct ex_sink *s, __u32 pid, __u32 tid, const char *kind, const char *name,
+		      const struct ex_value *v, __u32 n)
+{
+	struct ch_export *st = (struct ch_export *)s;
+	const struct trace_model *m = s->model;
+	struct json j;
+
+	rewind(st->args);
+	json__init(&j, st->args, 0);
+	json__begin_object(&j);
+	for (__u32 i = 0; i < n; i++) {
+		json__key(&j, v[i].key);
+		ch_value(&j, &v[i]);
+	}
+	json__end_object(&j);
+	if (fflush(st->args))
+		return -ENOMEM;
+	return ch_row(st, m, pid, tid, trace_model__start(m), 0, kind, name, st->args_buf,
+		      st->args_len);
+}
+
+static const struct ex_sink_ops ch_sink_ops = {
+	.key = ch_key,
+	.row_id = ch_row_id,
+	.own_row = ch_own_row,
+};
+
 /*
- * The families' keys on REC's row (the labels' rows_record), into its args' object: written
- * over its closing brace, each `,"key":value`, the comma dropped when they are its first.
+ * The families' keys on REC's row (struct ex_rows.record), into its args' object: written over
+ * its closing brace, each `,"key":value`, the comma left out when they are its first. A
+ * record that makes no row (ROW 0) is theirs to see all the same.
  */
-static int ch_more_args(struct ch_export *st, const struct bs_hdr *rec, const struct trace_model *m)
+static int ch_rows_record(struct ch_export *st, const struct bs_hdr *rec, int row)
 {
 	size_t had = st->args_len;
 	int err;
 
-	if (!had || st->args_buf[had - 1] != '}')
-		return st->labels.rows_record(st->rows, rec, m, st->seq, NULL);
+	if (!row || !had || st->args_buf[had - 1] != '}')
+		return ex_sink__rows_record(&st->sink, rec);
 	fseek(st->args, -1, SEEK_CUR);
-	err = st->labels.rows_record(st->rows, rec, m, st->seq, st->args);
+	st->in_row = st->raw = 1;
+	st->empty = had == 2; /* "{}" */
+	err = ex_sink__rows_record(&st->sink, rec);
+	st->in_row = st->raw = 0;
 	if (err)
 		return err;
 	fputc('}', st->args);
-	if (fflush(st->args))
-		return -ENOMEM;
-	if (had == 2 && st->args_len > 3 && st->args_buf[1] == ',') { /* "{,..." */
-		memmove(st->args_buf + 1, st->args_buf + 2, st->args_len - 2);
-		fseek(st->args, -1, SEEK_CUR);
-		if (fflush(st->args))
-			return -ENOMEM;
-	}
-	return 0;
-}
-
-/* A row of the families' own (the labels' rows_end): at the recording's start. */
-struct ch_emit_arg {
-	struct ch_export *st;
-	const struct trace_model *m;
-};
-
-static int ch_emit_row(void *varg, __u32 pid, const char *kind, const char *name, const char *args)
-{
-	struct ch_emit_arg *a = varg;
-
-	return ch_row(a->st, a->m, pid, pid, trace_model__start(a->m), 0, kind, name, args,
-		      strlen(args));
+	return fflush(st->args) ? -ENOMEM : 0;
 }
 
 static int ch_record(void *vst, const struct bs_hdr *rec, const struct event *ev,
@@ -222,6 +293,7 @@ static int ch_record(void *vst, const struct bs_hdr *rec, const struct event *ev
 	struct event row;
 	struct json j;
 
+	st->sink.model = m;
 	/* what gil_data__add takes of every record: the span, the threads (their names) */
 	__u64 ts = rec->ts && rec->ts < trace_model__start(m) ? trace_model__start(m) : rec->ts;
 
@@ -242,7 +314,7 @@ static int ch_record(void *vst, const struct bs_hdr *rec, const struct event *ev
 	if (!ev && family__decode_row(rec, m, &row) == 1)
 		ev = &row;
 	if (!ev)
-		return st->rows ? st->labels.rows_record(st->rows, rec, m, st->seq, NULL) : 0;
+		return ch_rows_record(st, rec, 0);
 	if (cpu_samples__is_sample(rec, ev) &&
 	    !hmap__get(st->stacks, (struct hkey){ ev->stack_id, ev->stack_in_kernel }, 1))
 		return -ENOMEM;
@@ -260,8 +332,8 @@ static int ch_record(void *vst, const struct bs_hdr *rec, const struct event *ev
 		if (fflush(st->args))
 			return -ENOMEM;
 	}
-	if (st->rows) {
-		int err = ch_more_args(st, rec, m);
+	{
+		int err = ch_rows_record(st, rec, 1);
 
 		if (err)
 			return err;
@@ -350,6 +422,21 @@ static int ch_frame_ids(struct ch_export *st, const struct trace_stack *s, struc
 	return err;
 }
 
+/* The families' keys (struct ex_rows) on J's object: process PID's (PROCESS), else S's. */
+static void ch_keys_of(struct ch_export *st, struct json *j, const struct trace_stack *s,
+		       int kernel, int process, __u32 pid)
+{
+	st->in_row = 1;
+	st->raw = 0;
+	st->j = j;
+	if (process)
+		ex_sink__rows_process(&st->sink, pid);
+	else
+		ex_sink__rows_stack(&st->sink, s, kernel);
+	st->in_row = 0;
+	st->j = NULL;
+}
+
 /*
  * Each stack the rows name (`stack`: its folded text as its name; its frames' ids innermost
  * first, `frames`; a user stack's hook's keys), then each frame they name (`frame`: its
@@ -379,8 +466,7 @@ static int ch_stack_rows(struct ch_export *st, const struct trace_model *m)
 		json__kv_s64(&j, "kernel", (int)key.b);
 		if (s && s->nframes)
 			err = ch_frame_ids(st, s, &j);
-		if (st->labels.stack_args)
-			st->labels.stack_args(s, (int)key.b, m, &j);
+		ch_keys_of(st, &j, s, (int)key.b, 0, 0);
 		json__end_object(&j);
 		if (!err)
 			err = fflush(st->args) ? -ENOMEM
@@ -457,12 +543,11 @@ static int ch_file_rows(struct ch_export *st, const struct trace_model *m)
 	__u64 start = trace_model__start(m), end = trace_model__end(m);
 	struct hkey key;
 	size_t it = 0;
-	struct ch_emit_arg emit = { st, m };
 	int err;
 
-	/* the families' own rows (their labels' hook), before the window's */
-	if (st->rows &&
-	    (err = st->labels.rows_end(st->rows, m, st->wall_minus_mono, ch_emit_row, &emit)))
+	/* the families' own rows (struct ex_rows.end), before the window's */
+	st->sink.model = m;
+	if ((err = ex_sink__rows_end(&st->sink)))
 		return err;
 	rewind(st->args);
 	fprintf(st->args, "{\"first_ts\":%lld,\"last_ts\":%lld",
@@ -500,8 +585,7 @@ static int ch_file_rows(struct ch_export *st, const struct trace_model *m)
 			json__str(&j, thread);
 		}
 		pool_args(m, (__u32)key.a, &j);
-		if (st->labels.process_args)
-			st->labels.process_args(m, (__u32)key.a, &j);
+		ch_keys_of(st, &j, NULL, 0, 1, (__u32)key.a);
 		/* a merged file's rank namespace: its reports show the pids and tids with it */
 		if (key.a >> BS_RANK_NS_SHIFT) {
 			json__key(&j, "ns");

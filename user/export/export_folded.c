@@ -131,9 +131,10 @@ const struct exporter export_folded = {
 	.needs = "CPU samples (record with -t cpu)",
 };
 
-static void *offcpu_open(const char *out, const struct trace_meta *meta, int *err)
+static void *offcpu_open(const char *out, const struct trace_meta *meta,
+			 const struct export_opts *opts, int *err)
 {
-	struct samples_export *st = samples_export__open(out, meta, err);
+	struct samples_export *st = samples_export__open(out, meta, opts, err);
 
 	if (st)
 		st->unit = 1000;

@@ -161,6 +161,26 @@ void ex_flows(struct ex_sink *s, const struct bs_hdr *rec, __u64 *out, __u64 *in
 		families[s->flowing[k]]->export->flows(rec, out, in);
 }
 
+int ex_key(struct ex_sink *s, const char *key, struct ex_value v)
+{
+	v.key = key;
+	return ex_wants(s, EX_ROWS) && s->ops->key ? s->ops->key(s, &v) : 0;
+}
+
+int ex_row_id(struct ex_sink *s, __u64 *id)
+{
+	*id = 0;
+	return ex_wants(s, EX_ROWS) && s->ops->row_id ? s->ops->row_id(s, id) : 0;
+}
+
+int ex_own_row(struct ex_sink *s, __u32 pid, __u32 tid, const char *kind, const char *name,
+	       const struct ex_value *v, __u32 n)
+{
+	return ex_wants(s, EX_ROWS) && s->ops->own_row
+		       ? s->ops->own_row(s, pid, tid, kind, name, v, n)
+		       : 0;
+}
+
 __u64 ex_bins_origin(struct ex_sink *s, __u64 ts)
 {
 	if (!s->bins_origin)
@@ -233,10 +253,75 @@ int ex_sink__finish_one(struct ex_sink *s, int i)
 	return x && x->finish ? x->finish(s, s->fst[i]) : 0;
 }
 
+/* Family I's part of the rows, NULL when it has none. */
+static const struct ex_rows *rows_of(int i)
+{
+	return families[i]->export ? families[i]->export->rows : NULL;
+}
+
+int ex_sink__rows_new(struct ex_sink *s)
+{
+	const struct ex_rows *r;
+
+	s->rst = calloc(s->nfam + 1, sizeof(*s->rst));
+	if (!s->rst)
+		return -ENOMEM;
+	for (int i = 0; i < s->nfam; i++)
+		if ((r = rows_of(i)) && r->new && !(s->rst[i] = r->new ()))
+			return -ENOMEM;
+	return 0;
+}
+
+int ex_sink__rows_record(struct ex_sink *s, const struct bs_hdr *rec)
+{
+	const struct ex_rows *r;
+	int err = 0;
+
+	for (int i = 0; !err && i < s->nfam; i++)
+		if ((r = rows_of(i)) && r->record)
+			err = r->record(s, s->rst[i], rec);
+	return err;
+}
+
+int ex_sink__rows_end(struct ex_sink *s)
+{
+	const struct ex_rows *r;
+	int err = 0;
+
+	for (int i = 0; !err && i < s->nfam; i++)
+		if ((r = rows_of(i)) && r->end)
+			err = r->end(s, s->rst[i]);
+	return err;
+}
+
+void ex_sink__rows_stack(struct ex_sink *s, const struct trace_stack *stack, int kernel)
+{
+	const struct ex_rows *r;
+
+	for (int i = 0; i < s->nfam; i++)
+		if ((r = rows_of(i)) && r->stack)
+			r->stack(s, s->rst[i], stack, kernel);
+}
+
+void ex_sink__rows_process(struct ex_sink *s, __u32 pid)
+{
+	const struct ex_rows *r;
+
+	for (int i = 0; i < s->nfam; i++)
+		if ((r = rows_of(i)) && r->process)
+			r->process(s, s->rst[i], pid);
+}
+
 void ex_sink__fini(struct ex_sink *s)
 {
 	const struct family_export *x;
+	const struct ex_rows *r;
 
+	for (int i = 0; s->rst && i < s->nfam; i++)
+		if (s->rst[i] && (r = rows_of(i)) && r->free)
+			r->free(s->rst[i]);
+	free(s->rst);
+	s->rst = NULL;
 	for (int i = 0; s->fst && i < s->nfam; i++)
 		if (s->fst[i] && (x = families[i]->export) && x->free)
 			x->free(s->fst[i]);

@@ -34,11 +34,15 @@ struct exporter; /* export.h */
  *   EX_PROFILER  the timeline as PyTorch's profiler (Kineto) writes one, for the tools that read
  *                torch.profiler traces (HTA, TensorBoard): its names, categories and keys, GPUs
  *                as processes and streams as threads (Chrome JSON);
- *   EX_TABLES    the tables families declare (SQLite).
+ *   EX_TABLES    the tables families declare (SQLite);
+ *   EX_ROWS      the events as rows, each as dump has it, with what the families add for the
+ *                reports and rules a server computes from them (ClickHouse's bpfsight.events:
+ *                struct ex_rows).
  */
 #define EX_OWN	    0x1
 #define EX_PROFILER 0x2
 #define EX_TABLES   0x4
+#define EX_ROWS	    0x8
 #define EX_TIMELINE (EX_OWN | EX_PROFILER)
 
 /* ---- values: event arguments, counter series, table columns ----------------------------- */
@@ -289,6 +293,13 @@ struct ex_sink_ops {
 	int (*next_thread)(struct ex_sink *s, size_t *it, __u32 *pid, __u32 *tid);
 	/* The trace is one rank of a job: BACKEND's RANK of NRANKS (-1: unknown). */
 	void (*rank)(struct ex_sink *s, const char *backend, __s32 rank, __s32 nranks);
+	/* EX_ROWS: keyed value V on the row being made (its args). */
+	int (*key)(struct ex_sink *s, const struct ex_value *v);
+	/* EX_ROWS: 1 and its id when the record being rendered makes a row, else 0. */
+	int (*row_id)(struct ex_sink *s, __u64 *id);
+	/* EX_ROWS: a row of a family's own (ex_own_row). */
+	int (*own_row)(struct ex_sink *s, __u32 pid, __u32 tid, const char *kind, const char *name,
+		       const struct ex_value *v, __u32 n);
 };
 
 struct ex_sink {
@@ -302,6 +313,7 @@ struct ex_sink {
 	int nfam;
 	int *observers, *flowing; /* the families with an observe, a flows hook, in order */
 	int nobservers, nflowing;
+	void **rst;    /* EX_ROWS: per family, its struct ex_rows state */
 	int finishing; /* the finish hooks are running: every record was read */
 };
 
@@ -346,7 +358,46 @@ __u64 ex_bins_origin(struct ex_sink *s, __u64 ts);
 /* Did the recording ask for FAMILY (the header's "proc,cuda,nccl")? */
 int ex_recorded(const struct trace_meta *meta, const char *family);
 
+/*
+ * EX_ROWS: keyed value V (its key KEY) on the row being made: a record's while a family's
+ * ex_rows.record runs, a stack's or a process's in its hooks. Nothing elsewhere.
+ */
+int ex_key(struct ex_sink *s, const char *key, struct ex_value v);
+/* EX_ROWS: 1 and *ID, the id of the row the record being rendered makes; 0 when it makes none. */
+int ex_row_id(struct ex_sink *s, __u64 *id);
+/*
+ * EX_ROWS: a row of a family's own (ex_rows.end), of thread TID of PID, at the recording's
+ * start: its KIND and NAME, its args the N keyed values V (as dump writes arguments).
+ */
+int ex_own_row(struct ex_sink *s, __u32 pid, __u32 tid, const char *kind, const char *name,
+	       const struct ex_value *v, __u32 n);
+
 /* ---- a family's hooks -------------------------------------------------------------------- */
+
+/*
+ * A family's part of the events' rows (EX_ROWS: export --format clickhouse, ship), where its
+ * reports and verdict rules computed in a server (stats --from, docs/CLICKHOUSE.md) need what
+ * SQL cannot derive from the rows of the events alone: keys on rows (ex_key) and rows of its
+ * own (ex_own_row), computed once as a file is rendered, by the same C the file's pass runs.
+ * Its own state per file rendered (NEW; NULL: none kept), never the timelines' (open's). A
+ * rule's input that needs a per-thread figure of every record (a thread's ledger) keeps it in
+ * RECORD and writes a row per thread at END. Every member may be NULL.
+ */
+struct ex_rows {
+	void *(*new)(void);
+	void (*free)(void *st);
+	/*
+	 * Every record of any family, in file order, as its row is made (ex_row_id: whether it
+	 * makes one, and its id): keys on that row. 0 or a negative errno.
+	 */
+	int (*record)(struct ex_sink *s, void *st, const struct bs_hdr *rec);
+	/* After the last record: its own rows (before the file's window row). 0 or -errno. */
+	int (*end)(struct ex_sink *s, void *st);
+	/* Keys on the row of STACK (NULL: one not read; KERNEL: a CPU sample's kernel part). */
+	void (*stack)(struct ex_sink *s, void *st, const struct trace_stack *stack, int kernel);
+	/* Keys on the rows of process PID's threads' names (`thread_names`). */
+	void (*process)(struct ex_sink *s, void *st, __u32 pid);
+};
 
 #define EX_SAYS_RANK 0x1 /* its finish may say the trace's rank (ex_rank) */
 
@@ -382,6 +433,8 @@ struct family_export {
 	 * NULL.
 	 */
 	const struct exporter *const *exporters;
+	/* Its part of the events' rows (EX_ROWS), NULL: none beyond its events' own. */
+	const struct ex_rows *rows;
 };
 
 /* F's own export formats (struct family_export.exporters), NULL when it has none. */
@@ -401,6 +454,11 @@ static inline const struct exporter *const *family__exporters(const struct famil
  *                       draw it, or a negative errno
  *   ex_sink__finish_one family I's finish
  *   ex_sink__fini       the families' states freed
+ * and of EX_ROWS (struct ex_rows: no open, record or finish hook runs there):
+ *   ex_sink__rows_new      every family's rows state made
+ *   ex_sink__rows_record   REC through every family's ex_rows.record (keys on its row)
+ *   ex_sink__rows_end      every family's own rows
+ *   ex_sink__rows_stack    keys on a stack's row; ex_sink__rows_process on a process's
  */
 int ex_sink__init(struct ex_sink *s, const struct ex_sink_ops *ops, const struct trace_meta *meta,
 		  __u32 views);
@@ -409,5 +467,10 @@ int ex_sink__observe(struct ex_sink *s, const struct bs_hdr *rec);
 int ex_sink__record(struct ex_sink *s, int fam, const struct bs_hdr *rec, const struct event *ev);
 int ex_sink__finish_one(struct ex_sink *s, int i);
 void ex_sink__fini(struct ex_sink *s);
+int ex_sink__rows_new(struct ex_sink *s);
+int ex_sink__rows_record(struct ex_sink *s, const struct bs_hdr *rec);
+int ex_sink__rows_end(struct ex_sink *s);
+void ex_sink__rows_stack(struct ex_sink *s, const struct trace_stack *stack, int kernel);
+void ex_sink__rows_process(struct ex_sink *s, __u32 pid);
 
 #endif /* BPFSIGHT_EXPORT_MODEL_H */

@@ -582,7 +582,8 @@ static int has_suffix(const char *s, const char *suffix)
 	return n >= k && !strcmp(s + n - k, suffix);
 }
 
-static void *perfetto_open(const char *out, const struct trace_meta *meta, int *errp)
+static void *perfetto_open(const char *out, const struct trace_meta *meta,
+			   const struct export_opts *opts, int *errp)
 {
 	struct pf *pf = calloc(1, sizeof(*pf));
 	int err = -ENOMEM;

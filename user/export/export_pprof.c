@@ -22,7 +22,8 @@ struct pprof {
 	__u64 start_realtime, start_mono;
 };
 
-static void *pprof_open(const char *out, const struct trace_meta *meta, int *err)
+static void *pprof_open(const char *out, const struct trace_meta *meta,
+			const struct export_opts *opts, int *err)
 {
 	struct pprof *p = calloc(1, sizeof(*p));
 

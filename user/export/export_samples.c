@@ -6,7 +6,8 @@
 #include "cpu_samples.h"
 #include "export_samples.h"
 
-void *samples_export__open(const char *out, const struct trace_meta *meta, int *err)
+void *samples_export__open(const char *out, const struct trace_meta *meta,
+			   const struct export_opts *opts, int *err)
 {
 	struct samples_export *st = calloc(1, sizeof(*st));
 	int fd;

@@ -19,7 +19,8 @@ struct samples_export {
 };
 
 /* An exporter's open/record/abort hooks. */
-void *samples_export__open(const char *out, const struct trace_meta *meta, int *err);
+void *samples_export__open(const char *out, const struct trace_meta *meta,
+			   const struct export_opts *opts, int *err);
 int samples_export__record(void *st, const struct bs_hdr *rec, const struct event *ev,
 			   const struct trace_model *m);
 void samples_export__abort(void *st);

@@ -82,7 +82,7 @@ static int open_part(struct split *s, const struct trace_model *m, const struct 
 	pm.hostname = (char *)r->host;
 	if (s->force)
 		unlink(s->parts[n - 1].path);
-	s->parts[n - 1].st = s->ex->open(s->parts[n - 1].path, &pm, &err);
+	s->parts[n - 1].st = s->ex->open(s->parts[n - 1].path, &pm, NULL, &err);
 	if (!s->parts[n - 1].st)
 		pr_err("cannot create %s: %s\n", s->parts[n - 1].path,
 		       strerror(err < 0 ? -err : EIO));

@@ -211,7 +211,8 @@ static int sq_family_open(struct sq *s, int i)
 	return x ? sq_tables__create(s, x->tables) ?: ex_sink__open_one(&s->sink, i) : 0;
 }
 
-static void *sqlite__open(const char *out, const struct trace_meta *meta, int *err)
+static void *sqlite__open(const char *out, const struct trace_meta *meta,
+			  const struct export_opts *opts, int *err)
 {
 	size_t n = strlen(out);
 	struct sq *s;

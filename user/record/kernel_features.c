@@ -192,7 +192,7 @@ static int probe_mmapable(void)
 
 /* Every tracepoint a tp_btf program of ours attaches to (bpf/ *.bpf.c). */
 static const char *const btf_tracepoints[] = {
-	"sys_enter",	      "sys_exit",	    "sched_switch",	  "sched_wakeup",
+	"sys_enter",	      "sys_exit",	    "sched_switch",	  "sched_waking",
 	"sched_process_fork", "sched_process_exec", "sched_process_exit", "task_rename",
 };
 

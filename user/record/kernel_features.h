@@ -66,7 +66,7 @@
  *                                                     (their first calls may be missed)
  *   global data (const volatile rodata), bounded loops 5.2, 5.3 d8eca5bbb2be, 2589726d12a1; all
  * Tracepoint arguments read (all present long before 5.5 unless said): sys_enter(regs, id),
- * sys_exit(regs, ret), sched_switch(preempt, prev, next[, prev_state 5.18]), sched_wakeup(p),
+ * sys_exit(regs, ret), sched_switch(preempt, prev, next[, prev_state 5.18]), sched_waking(p),
  * sched_process_fork(parent, child), sched_process_exec(p, old_pid, bprm),
  * sched_process_exit(p) (6.16 added a second argument, not read), task_rename(task, comm).
  * Attach types: tp_btf/raw_tp for those, uprobe/uretprobe (BPF_PROG_TYPE_KPROBE) as

@@ -68,6 +68,7 @@ struct record_opts {
 	const struct family *capture;
 	const char *capture_arg;
 	__u32 families_explicit; /* -t named the families (else: every family, by default) */
+	__u64 families_named;	 /* the families -t names, +NAME ones too */
 	__u32 inject;		 /* --inject: ptrace the cupti-shim into targets lacking it */
 	/* Python threads named by their threading names: the stack service runs, stacks or not */
 	__u32 thread_names;

@@ -14,6 +14,7 @@ struct report;	       /* report.h */
 struct family_verdict; /* verdict.h */
 struct page_family;    /* page.h */
 struct family_steps;   /* steps.h */
+struct family_ledger;  /* ledger.h */
 
 struct family_stats {
 	/* Its reports, NULL-terminated. May be NULL. */
@@ -28,6 +29,12 @@ struct family_stats {
 	 * service, which chooses among every family's per process. May be NULL.
 	 */
 	const struct family_steps *steps;
+	/*
+	 * What its records tell the ledger (ledger.h): the time a thread spent in its calls or
+	 * waits, its CPU samples, its timeline; and the frames that say what a stack waits in.
+	 * May be NULL.
+	 */
+	const struct family_ledger *ledger;
 };
 
 /* F's stats side, an empty one (every member NULL) when it has none. */

@@ -3,6 +3,7 @@
 #include <string.h>
 #include "human.h"
 #include "page.h"
+#include "page_ledger.h"
 #include "page_summary.h"
 #include "stats.h"
 #include "verdict.h"
@@ -45,7 +46,9 @@ void page_summary__verdict_of(FILE *f, const struct verdict *v)
 	}
 	fprintf(f, "<p class=\"headline\">");
 	page__esc(f, head);
-	fprintf(f, "</p>\n<ul class=\"claims\">\n");
+	fprintf(f, "</p>\n");
+	page_ledger__bar(f, v);
+	fprintf(f, "<ul class=\"claims\">\n");
 	n = verdict__lines(v, l, MAX_LINES, &more);
 	for (int i = 0; i < n; i++) {
 		fprintf(f, "<li class=\"%s\"><span class=\"mark\">%s</span><span class=\"kind\">",

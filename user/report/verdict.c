@@ -11,16 +11,19 @@
 #include "stack_call.h"
 #include "trace_model.h"
 #include "verdict.h"
+#include "verdict_ledger.h"
 #include "utf8.h"
 
-#define MAX_CLAIMS 32
-#define MAX_LINES  25 /* the whole verdict, its headline included */
-#define MAX_TABLES 64
+#define MAX_CLAIMS	      48
+#define MAX_LINES	      25 /* the whole verdict, its headline included */
+#define MAX_TABLES	      64
+#define LEDGER_HEADLINE_SHARE 0.20 /* the ledger's largest entry leads from this share */
 
 struct claim {
 	enum verdict_kind kind;
 	int holds;
 	int parent; /* a detail's claim; its own index for a claim */
+	int ledger; /* an entry of the critical unit's ledger (verdict_ledger.c): 1 + its kind */
 	double share;
 	char report[48];
 	char text[640]; /* a hang's names a collective, ranks, a function and its file */
@@ -53,12 +56,16 @@ struct verdict {
 	struct claim claims[MAX_CLAIMS];
 	int nclaims;
 	int order[MAX_CLAIMS]; /* claims as printed */
+	int nshown;	       /* of them: those the ledger's order keeps */
 	/* A verdict from a server's answers (verdict__from): where, else NULL (a pass's). */
 	const char *from;
 	/* A dump's trigger: what fired it, the record (type 0: none) and, once seen, the claim. */
 	char trigger[160];
 	struct bs_hdr cause;
 	char cause_text[512];
+	/* The ledger's critical unit's thread, the rules' focus once the ledger is built. */
+	int has_unit;
+	__u32 unit_pid, unit_tid;
 };
 
 static const char *const kind_label[VERDICT_KINDS] = {
@@ -68,7 +75,11 @@ static const char *const kind_label[VERDICT_KINDS] = {
 	[VERDICT_GIL] = "GIL",		[VERDICT_LAUNCH] = "launches",
 	[VERDICT_SYSCALL] = "syscalls", [VERDICT_OFFCPU] = "off-CPU",
 	[VERDICT_FAULT] = "faults",	[VERDICT_CPU] = "CPU",
-	[VERDICT_MFU] = "MFU",
+	[VERDICT_MFU] = "MFU",		[VERDICT_LOCK] = "lock",
+	[VERDICT_COLLECTIVE] = "comms", [VERDICT_CALLS] = "API",
+	[VERDICT_CHILD] = "child",	[VERDICT_SLEEP] = "sleep",
+	[VERDICT_IO] = "I/O",		[VERDICT_NOCPU] = "no CPU",
+	[VERDICT_IDLE] = "idle",	[VERDICT_BLAS] = "CPU",
 };
 static const char *const kind_verdict[VERDICT_KINDS] = {
 	[VERDICT_TRIGGER] = "dumped on",
@@ -84,6 +95,15 @@ static const char *const kind_verdict[VERDICT_KINDS] = {
 	[VERDICT_FAULT] = "fault-bound",
 	[VERDICT_CPU] = "CPU-bound",
 	[VERDICT_MFU] = "low MFU",
+	[VERDICT_LOCK] = "lock-bound",
+	[VERDICT_COLLECTIVE] = "waiting in collectives",
+	[VERDICT_CALLS] = "in API calls",
+	[VERDICT_CHILD] = "waiting for child processes",
+	[VERDICT_SLEEP] = "sleeping",
+	[VERDICT_IO] = "waiting for I/O",
+	[VERDICT_NOCPU] = "short of CPU",
+	[VERDICT_IDLE] = "idle",
+	[VERDICT_BLAS] = "CPU-bound",
 };
 
 struct verdict *verdict__new(const struct trace_model *m, const char *recorded)
@@ -412,6 +432,12 @@ int verdict__focus(const struct verdict *v, __u32 *pid, __u32 *tid)
 	struct hkey key;
 	size_t it = 0;
 
+	if (v->has_unit) { /* the thread the job's progress rests on, by the ledger */
+		*pid = v->unit_pid;
+		*tid = v->unit_tid;
+		return 0;
+	}
+
 	while ((th = hmap__next(v->threads, &it, &key))) {
 		sum = th->time[VERDICT_ONCPU] + th->time[VERDICT_GIL_WAIT] + th->time[VERDICT_API];
 		/* Ties go to the lower ids: the same trace gives the same verdict. */
@@ -475,6 +501,25 @@ void verdict__claim(struct verdict *v, enum verdict_kind kind, int holds, double
 	utf8__printable(c->text); /* it names threads: their names are the processes' */
 }
 
+void verdict__ledger_claim(struct verdict *v, enum verdict_kind kind, int lkind, int holds,
+			   double share, const char *report, const char *text)
+{
+	struct claim *c = new_claim(v, kind, holds, share, report);
+
+	if (!c)
+		return;
+	c->ledger = 1 + lkind;
+	snprintf(c->text, sizeof(c->text), "%s", text);
+	utf8__printable(c->text);
+}
+
+void verdict__set_unit(struct verdict *v, __u32 pid, __u32 tid)
+{
+	v->has_unit = 1;
+	v->unit_pid = pid;
+	v->unit_tid = tid;
+}
+
 void verdict__detail(struct verdict *v, double share, const char *report, const char *fmt, ...)
 {
 	const struct claim *p = v->nclaims ? &v->claims[v->nclaims - 1] : NULL;
@@ -518,6 +563,105 @@ static int claim_cmp(const void *a, const void *b)
 	return ia - ib; /* the claim (its own parent, made first), then its details */
 }
 
+/* Claim I and its details into ORDER at *N, once (PLACED). */
+static void place(const struct verdict *v, int i, int *placed, int *order, int *n)
+{
+	if (placed[i])
+		return;
+	for (int k = 0; k < v->nclaims; k++) { /* the claim, then its details, as made */
+		int c = v->order[k];
+
+		if ((c == i || v->claims[c].parent == i) && !placed[c]) {
+			placed[c] = 1;
+			order[(*n)++] = c;
+		}
+	}
+}
+
+/*
+ * A holding claim of these kinds leads whatever the ledger says: an event (a trigger, a hang,
+ * memory at risk), or a straggler, a relation of the job's ranks that no one rank's time says.
+ */
+static int leads(const struct claim *c)
+{
+	return c->holds && !c->ledger &&
+	       (c->kind == VERDICT_TRIGGER || c->kind == VERDICT_HANG ||
+		c->kind == VERDICT_MEMORY ||
+		c->kind ==
+			VERDICT_STRAGGLER); /* a job's ranks, whichever rank's time is the unit */
+}
+
+static int ledger_cmp(const void *a, const void *b)
+{
+	const struct claim *x = &sort_ctx->claims[*(const int *)a];
+	const struct claim *y = &sort_ctx->claims[*(const int *)b];
+
+	/* waiting for work by design is said after what the unit did or waited in */
+	if ((x->kind == VERDICT_IDLE) != (y->kind == VERDICT_IDLE))
+		return x->kind == VERDICT_IDLE ? 1 : -1;
+	if (x->share != y->share)
+		return x->share < y->share ? 1 : -1;
+	return *(const int *)a - *(const int *)b;
+}
+
+/*
+ * With a ledger: the events that lead (a dump's trigger, a hang, memory at risk), then the
+ * critical unit's entries by their share, each followed by the rules' claims that explain it
+ * (verdict_ledger__explains: the straggler under the time in a collective, the GIL's holder
+ * under the GIL wait), the first entry's own explanation before it where one holds
+ * (verdict_ledger__replaces: "straggler: rank 1" says more than "waited in all_reduce");
+ * then the rest, as the rules ranked them.
+ */
+static void order_by_ledger(struct verdict *v)
+{
+	int placed[MAX_CLAIMS] = { 0 }, order[MAX_CLAIMS], ents[MAX_CLAIMS];
+	int n = 0, ne = 0;
+
+	for (int i = 0; i < v->nclaims; i++)
+		if (v->claims[i].ledger && v->claims[i].parent == i)
+			ents[ne++] = i;
+	if (!ne)
+		return;
+	sort_ctx = v;
+	qsort(ents, ne, sizeof(ents[0]), ledger_cmp);
+	sort_ctx = NULL;
+	/*
+	 * the largest entry is where most of the time went: the headline, if it is not a sliver,
+	 * nor waiting for work by design (a poll, an idle pool: said last, no bottleneck)
+	 */
+	if (v->claims[ents[0]].share >= LEDGER_HEADLINE_SHARE &&
+	    v->claims[ents[0]].kind != VERDICT_IDLE)
+		v->claims[ents[0]].holds = 1;
+	for (int k = 0; k < v->nclaims; k++)
+		if (leads(&v->claims[v->order[k]]) && v->claims[v->order[k]].parent == v->order[k])
+			place(v, v->order[k], placed, order, &n);
+	for (int e = 0; e < ne; e++) {
+		int lk = v->claims[ents[e]].ledger - 1;
+
+		for (int k = 0; !e && k < v->nclaims; k++) {
+			const struct claim *c = &v->claims[v->order[k]];
+
+			if (!c->ledger && c->holds && c->parent == v->order[k] &&
+			    verdict_ledger__replaces(lk, c->kind))
+				place(v, v->order[k], placed, order, &n);
+		}
+		place(v, ents[e], placed, order, &n);
+		for (int k = 0; k < v->nclaims; k++) {
+			const struct claim *c = &v->claims[v->order[k]];
+
+			if (!c->ledger && c->parent == v->order[k] &&
+			    verdict_ledger__explains(lk, c->kind))
+				place(v, v->order[k], placed, order, &n);
+		}
+	}
+	for (int k = 0; k < v->nclaims; k++)
+		if (v->claims[v->order[k]].parent == v->order[k] &&
+		    !verdict_ledger__supersedes(v->claims[v->order[k]].kind))
+			place(v, v->order[k], placed, order, &n);
+	memcpy(v->order, order, n * sizeof(order[0]));
+	v->nshown = n;
+}
+
 void verdict__judge(struct verdict *v)
 {
 	int i;
@@ -533,6 +677,7 @@ void verdict__judge(struct verdict *v)
 			       "the window)",
 			       v->trigger);
 
+	verdict_ledger__focus(v); /* the critical unit: the rules' focus */
 	/* From a server, a family whose inputs were not all given is not judged (said). */
 	for_each_family_slot(fit, v->states)
 		if (family__stats(fit.f)->verdict && family__stats(fit.f)->verdict->account &&
@@ -542,17 +687,20 @@ void verdict__judge(struct verdict *v)
 		if (family__stats(fit.f)->verdict && family__stats(fit.f)->verdict->claims &&
 		    judged(v, family__stats(fit.f)->verdict, NULL, 0, NULL, 0))
 			family__stats(fit.f)->verdict->claims(*fit.slot, v);
+	verdict_ledger__claims(v);
 	for (i = 0; i < v->nclaims; i++)
 		v->order[i] = i;
+	v->nshown = v->nclaims;
 	sort_ctx = v;
 	qsort(v->order, v->nclaims, sizeof(v->order[0]), claim_cmp);
 	sort_ctx = NULL;
+	order_by_ledger(v);
 }
 
 /* The claim the headline rests on: the first printed, if it holds. */
 static const struct claim *headline_claim(const struct verdict *v)
 {
-	const struct claim *c = v->nclaims ? &v->claims[v->claims[v->order[0]].parent] : NULL;
+	const struct claim *c = v->nshown ? &v->claims[v->claims[v->order[0]].parent] : NULL;
 
 	return c && c->holds ? c : NULL;
 }
@@ -575,7 +723,7 @@ int verdict__cited(const struct verdict *v, const char **reports, int max)
 	int i, k, n = 0;
 	size_t len;
 
-	for (i = 0; i < v->nclaims && n < max; i++) {
+	for (i = 0; i < v->nshown && n < max; i++) {
 		const char *r = v->claims[v->order[i]].report;
 
 		len = strcspn(r, " ");
@@ -658,6 +806,11 @@ const char *verdict__nothing(const struct verdict *v, char *text, size_t len)
 	return text;
 }
 
+const char *verdict__kind_label(enum verdict_kind k)
+{
+	return k < VERDICT_KINDS ? kind_label[k] : "";
+}
+
 const char verdict__legend[] = "* = the rule holds (its threshold was passed); the percentages "
 			       "are of the time of what the line names.";
 
@@ -676,12 +829,12 @@ int verdict__lines(const struct verdict *v, struct verdict_line *out, int max, i
 	*more = 0;
 	if (!verdict__headline(v, head, sizeof(head))[0])
 		return 0;
-	for (int i = 0; i < v->nclaims; i++) {
+	for (int i = 0; i < v->nshown; i++) {
 		const struct claim *c = &v->claims[v->order[i]];
 		int detail = c->parent != (int)(c - v->claims);
 
-		if (!fits(2 + i, 1, i, v->nclaims) || n == max) { /* the headline, a blank line */
-			*more = v->nclaims - i;
+		if (!fits(2 + i, 1, i, v->nshown) || n == max) { /* the headline, a blank line */
+			*more = v->nshown - i;
 			break;
 		}
 		out[n++] = (struct verdict_line){
@@ -713,15 +866,15 @@ void verdict__print(const struct verdict *v, int width, FILE *f)
 	lines = fprintf(f, "Verdict: ") ? human__wrap(f, head, width, 9, 2) : 0;
 	fprintf(f, "\n");
 	lines += 1;
-	for (i = 0; i < v->nclaims; i++) {
+	for (i = 0; i < v->nshown; i++) {
 		/* Printed aside first: a claim that would pass the line budget is left out. */
 		mem = open_memstream(&buf, &len);
 		if (!mem)
 			return;
 		n = print_claim(v, &v->claims[v->order[i]], width, mem);
 		fclose(mem);
-		if (!fits(lines, n, i, v->nclaims)) {
-			fprintf(f, "   (%d more: -r NAME shows each report)\n", v->nclaims - i);
+		if (!fits(lines, n, i, v->nshown)) {
+			fprintf(f, "   (%d more: -r NAME shows each report)\n", v->nshown - i);
 			free(buf);
 			break;
 		}

@@ -16,10 +16,8 @@
 #include <linux/types.h>
 #include "records.h"
 
-struct json;
 struct table;
 struct trace_model;
-struct trace_stack;
 
 enum verdict_kind {
 	VERDICT_TRIGGER,   /* a flight-recorder dump: the event its --trigger fired on */
@@ -35,6 +33,16 @@ enum verdict_kind {
 	VERDICT_FAULT,	 /* fault-bound: CPU in page faults, memory handed back and faulted in */
 	VERDICT_CPU,	 /* CPU-bound: a thread on a CPU most of its time */
 	VERDICT_MFU,	 /* low MFU: the steps' GEMMs far from the GPU's peak (a symptom: last) */
+	/* the ledger's kinds of wait (verdict_ledger.c): what the critical unit's time went to */
+	VERDICT_LOCK,	    /* waiting for a lock, condition, queue or event of the program */
+	VERDICT_COLLECTIVE, /* waiting in collectives */
+	VERDICT_CALLS,	    /* in API calls (CUDA, cuBLAS...) */
+	VERDICT_CHILD,	    /* waiting for child processes */
+	VERDICT_SLEEP,	    /* sleeping */
+	VERDICT_IO,	    /* waiting for I/O readiness */
+	VERDICT_NOCPU,	    /* ready to run without a CPU */
+	VERDICT_IDLE,	    /* waiting for work */
+	VERDICT_BLAS,	    /* CPU GEMMs on a slow BLAS (a ledger's CPU or API time, said why) */
 	VERDICT_KINDS,
 };
 
@@ -47,31 +55,6 @@ enum verdict_time {
 };
 
 struct verdict;
-
-/* A row past the events' (verdict_ch_rows.end): KIND, NAME, ARGS (a JSON object) of PID. */
-typedef int (*verdict_ch_row_fn)(void *arg, __u32 pid, const char *kind, const char *name,
-				 const char *args);
-
-/*
- * What a family's inputs in the server (stats --from) need of a file that SQL cannot derive
- * from its events' rows (a loop's period, which allocation a free ended), computed once as
- * export --format clickhouse renders the file: keys on the events' rows and rows of their own
- * at its end. One state per file rendered.
- */
-struct verdict_ch_rows {
-	void *(*new)(void);
-	/*
-	 * Every record, in file order: ROW its row's number (its seq) and ARGS its arguments'
-	 * JSON, where `,"key":value` members may be written (NULL: it makes no row). 0 or -errno.
-	 */
-	int (*record)(void *st, const struct bs_hdr *rec, const struct trace_model *m, __u64 row,
-		      FILE *args);
-	/* After the last record: its rows, each through ROW; SHIFT is the wall clock less
-	 * CLOCK_MONOTONIC (modulo 2^64), what a time in ARGS adds. 0 or -errno. */
-	int (*end)(void *st, const struct trace_model *m, __u64 shift, verdict_ch_row_fn row,
-		   void *arg);
-	void (*free)(void *st);
-};
 
 /*
  * A family's rules (struct family.verdict). NEW/ADD/FREE keep state over the pass every
@@ -92,19 +75,14 @@ struct family_verdict {
 	 * judged without it, said. The family is judged there when every other input was given. NULL: its rules are not fed from a server yet (said, never silent).
 	 */
 	const char *reads;
-	/* ADD's state from table T, input NAME of READS (the server's answer): 0 or -errno. */
-	int (*load)(void *st, const char *name, const struct table *t);
 	/*
-	 * What ADD reads of a stack that SQL cannot read from its folded text (a frame of the
-	 * DataLoader's iterator, a line of the job's own code): keys added to J's open object,
-	 * the stack's row's args in the server (export --format clickhouse). NULL: none.
+	 * ADD's state from table T, input NAME of READS (the server's answer): 0 or -errno. What
+	 * an input needs of a file that SQL cannot derive from its events' rows (a frame of the
+	 * DataLoader's iterator on a stack, the BLAS library of a process, which allocation a
+	 * free ended, a thread's ledger) the family adds to the rows as they are rendered: its
+	 * struct ex_rows (export_model.h), by the same C its pass runs; its SQL reads them.
 	 */
-	void (*stack_args)(const struct trace_stack *s, const struct trace_model *m,
-			   struct json *j);
-	/* The same of process PID (the BLAS library it called): its threads' names' rows. */
-	void (*process_args)(const struct trace_model *m, __u32 pid, struct json *j);
-	/* Rows and keys its inputs in the server need past the events' (above). NULL: none. */
-	const struct verdict_ch_rows *ch_rows;
+	int (*load)(void *st, const char *name, const struct table *t);
 };
 
 /* ---- what rules read ---- */
@@ -201,6 +179,8 @@ struct verdict_line {
 int verdict__lines(const struct verdict *v, struct verdict_line *out, int max, int *more);
 /* "Verdict: nothing to judge: ..." into BUF when no rule made a claim ("" otherwise). */
 const char *verdict__nothing(const struct verdict *v, char *buf, size_t len);
+/* A kind's label in a claim's line ("GIL", "lock"). */
+const char *verdict__kind_label(enum verdict_kind k);
 /* What the marks and percentages of the claims mean: the verdict's last line. */
 extern const char verdict__legend[];
 /* At most 25 lines in WIDTH columns (0 = no limit). Prints nothing without claims. */

@@ -88,7 +88,8 @@ static const char *closest_family(const char *name)
 	return getopt_error__closest_word(name, names);
 }
 
-int record_args__families(const char *cmd, const char *list, __u64 *mask, __u32 *explicit)
+int record_args__families(const char *cmd, const char *list, __u64 *mask, __u32 *explicit,
+			  __u64 *named_mask)
 {
 	char *copy = strdup(list), *save = NULL, *tok, fams[256];
 	int ret = 0, named = 0;
@@ -116,6 +117,7 @@ int record_args__families(const char *cmd, const char *list, __u64 *mask, __u32 
 		}
 	}
 	free(copy);
+	*named_mask = *mask;
 	*explicit = named > 0;
 	if (!ret && !named) /* only +NAME: the default set, and those */
 		for_each_family(it)

@@ -14,9 +14,10 @@
  * -t LIST: the families' bits in *MASK; 1 after saying what is wrong. An item +NAME adds NAME
  * to the others, or to the default set when every item is one (*EXPLICIT then 0: the default
  * set was not chosen by name). nsys's names of families bpfsight names otherwise (python-gil)
- * are taken for ours.
+ * are taken for ours. *NAMED: the families the list names, +NAME or NAME.
  */
-int record_args__families(const char *cmd, const char *list, __u64 *mask, __u32 *explicit);
+int record_args__families(const char *cmd, const char *list, __u64 *mask, __u32 *explicit,
+			  __u64 *named);
 /* -p LIST: pids (or thread ids, taken as their process) appended to O; 1 on error. */
 int record_args__pids(const char *cmd, const char *arg, struct record_opts *o);
 /*

@@ -467,6 +467,12 @@ static int opt_functions(struct record_args *a, const char *arg)
 	return 0;
 }
 
+static int opt_ledger(struct record_args *a, const char *arg)
+{
+	a->ledger = 1;
+	return 0;
+}
+
 static int opt_help(struct record_args *a, const char *arg)
 {
 	a->done = a->help = 1;
@@ -557,6 +563,9 @@ static const struct rec_option table[] = {
 	  "start in the function view (f switches): py-spy top's %Own, %Total, OwnTime, "
 	  "TotalTime per function and line of the CPU samples (-s own, total, own-time, "
 	  "total-time); records the family that samples, whatever -t says", NULL, opt_functions },
+	{ "ledger", 0, NULL, T,
+	  "start in the ledger view (w switches): where the time of the job's critical thread went "
+	  "each interval, as the verdict's first lines word it (with -p)", NULL, opt_ledger },
 	{ "buffer-size", 0, "SIZE", RMT, "BPF ring buffer (default 16M, a power of two)", NULL,
 	  opt_buffer },
 	{ "capture-range", 0, "KIND", R,
@@ -1009,7 +1018,8 @@ int record_args__check(struct record_args *a)
 	if (flight_opts__check(&o->flight, a->cmd))
 		return 1;
 	if (a->trace) {
-		if (record_args__families(a->cmd, a->trace, &o->families, &o->families_explicit))
+		if (record_args__families(a->cmd, a->trace, &o->families, &o->families_explicit,
+					  &o->families_named))
 			return 1;
 	} else if (a->cmd_bit == T) { /* top records what it shows: the families with columns */
 		for_each_family(it)
@@ -1024,7 +1034,21 @@ int record_args__check(struct record_args *a)
 	for_each_family_while(fit, a->cmd_bit == T)
 		if (family__samples(fit.f) && (a->functions || (o->npids && !a->trace)))
 			o->families |= 1ull << fit.i;
+	/* top -p: the threads' timeline too, for the ledger view (w) */
+	for_each_family_while(fit, a->cmd_bit == T)
+		if ((fit.f->flags & FAMILY_TIMELINE) && (a->ledger || (o->npids && !a->trace)))
+			o->families |= 1ull << fit.i;
 	record_args__default_families(o);
+	/*
+	 * A recording of a job (-p, launch) and the flight recorder sample its CPUs by default
+	 * (99 Hz): the verdict's ledger splits a thread's time on a CPU by them, where in the
+	 * job's code it went (bench/RESULTS.md has the cost). Not -a's plain recording, monitor
+	 * or top: every process of the machine would be sampled and symbolized.
+	 */
+	for_each_family_while(fit, a->cmd_bit == R && !o->families_explicit)
+		if (family__samples(fit.f) &&
+		    (o->cmd || (o->npids && !o->system_wide) || o->flight.window_ns))
+			o->families |= 1ull << fit.i;
 	o->families |= a->implied;		 /* after the defaults: an option adds to them */
 	if (a->cmd_bit == R && !a->stacks_given) /* the families whose stacks are on by default */
 		for_each_family_slot(it, o->stack_ns)

@@ -42,6 +42,7 @@ struct record_args {
 	int batch;
 	const char *sort;
 	int functions; /* --functions: start in the function view */
+	int ledger;    /* --ledger: start in the ledger view */
 };
 
 /* CMD's defaults, the families' options at theirs (record_opts__family). 0 or -ENOMEM. */

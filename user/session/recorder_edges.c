@@ -81,19 +81,21 @@ static void snap_process(struct recording *r, __u32 pid, __u32 edge)
 	for (__u32 i = 0; i < s.n; i++) {
 		const struct snap_thread *th = &s.threads[i];
 		const struct snap_task *t = &th->task;
-		struct bs_thread_snap ts = {};
+		struct bs_thread_snap_clock tc = {};
+		struct bs_thread_snap *ts = &tc.s;
 		int runs = t->on_cpu || th->sampled;
 
-		record_ctx__hdr(&ts.h, BS_REC_THREAD_SNAP, sizeof(ts), pid, t->tid, ps.h.ts);
-		ts.stack_id = th->stack_id;
-		ts.state = t->state;
-		ts.syscall = runs ? -1 : (__s32)t->syscall;
-		ts.flags = snap__flags(&s, th) | edge;
-		ts.off_cpu_ns = runs || !t->state ? 0 : t->off_cpu_ns;
-		ts.arg0 = t->arg0;
-		ts.cpu_ns = t->cpu_ns;
-		ts.error_id = th->error && !th->stack_id ? record_ctx__intern(ctx, th->error) : 0;
-		record_ctx__write(ctx, &ts);
+		record_ctx__hdr(&ts->h, BS_REC_THREAD_SNAP, sizeof(tc), pid, t->tid, ps.h.ts);
+		ts->stack_id = th->stack_id;
+		ts->state = t->state;
+		ts->syscall = runs ? -1 : (__s32)t->syscall;
+		ts->flags = snap__flags(&s, th) | edge;
+		ts->off_cpu_ns = runs || !t->state ? 0 : t->off_cpu_ns;
+		ts->arg0 = t->arg0;
+		ts->cpu_ns = t->cpu_ns;
+		ts->error_id = th->error && !th->stack_id ? record_ctx__intern(ctx, th->error) : 0;
+		tc.run_delay_ns = t->run_delay_ns;
+		record_ctx__write(ctx, &tc);
 		/* A trigger's: its Python name as read now (a thread started since the names' last
 		 * read). The edges' threads are named by the recording's own reads. */
 		if (th->name[0] && !edge) {

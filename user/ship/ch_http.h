@@ -9,6 +9,7 @@
 #define BPFSIGHT_CH_HTTP_H
 
 #include <stddef.h>
+#include "ch_version.h"
 
 struct ch_server {
 	char host[256];
@@ -18,7 +19,9 @@ struct ch_server {
 	int timeout_s;	/* per connect, send and receive */
 	int tls;	/* https */
 	char ca[4096];	/* BPFSIGHT_CLICKHOUSE_CA: the CAs that sign the server; "": the system's */
-	char error[512]; /* the last failure, as the server or the socket said it */
+	char error[512];	   /* the last failure, as the server or the socket said it */
+	struct ch_version version; /* its release (ch_version__ask), 0.0 until asked */
+	int verbose;		   /* -v: its release said on stderr when asked */
 };
 
 /*

@@ -2,8 +2,13 @@
 /*
  * `bpfsight stats --from clickhouse://HOST:PORT/JOB`: reports computed as SQL in the server
  * over bpfsight.events (ch_schema.h), one answer row per report row, never the events pulled
- * back. Each report's columns are stats' own (names, order, units), so that on the same files
- * the numbers equal `stats FILE`'s (docs/CLICKHOUSE.md says where they cannot).
+ * back. Each family says its own, beside the C reports they equal (its NAME_sql.c: struct
+ * family_sql, its struct family.sql); each report's columns are stats' own (names, order,
+ * units), so that on the same files the numbers equal `stats FILE`'s (docs/CLICKHOUSE.md says
+ * where they cannot). A plug-in header of ship's: a family includes it, and ch_sql.h.
+ *
+ * The SQL means the same on ClickHouse 18.16 and on current releases, with no setting
+ * (docs/CLICKHOUSE.md, "How the SQL stays portable"; tests/unit/test_ch_portable.c reads it).
  */
 #ifndef BPFSIGHT_CH_REPORTS_H
 #define BPFSIGHT_CH_REPORTS_H
@@ -25,7 +30,8 @@ struct ch_report {
 	const char *name;
 	const struct ch_col *cols; /* the answer's columns, in order, ending with a zeroed one */
 	/* SELECT ... FORMAT TabSeparated, {W} where the rows' filter goes ("job = 'x' AND ..."),
-	 * {J} the job's alone (the rows of a whole file: its window, its threads' names) */
+	 * {J} the job's alone (the rows of a whole file: its window, its threads' names), {F} the
+	 * files' order (ch_sql.h's CH_FILE_NS) */
 	const char *sql;
 	/*
 	 * The kinds of row without any of which the answer has no row ("mem_alloc",
@@ -37,30 +43,34 @@ struct ch_report {
 	const char *needs;
 };
 
-/* The reports the server computes, NULL-terminated. */
-extern const struct ch_report *const ch_reports[];
+/*
+ * A family's SQL (struct family.sql), each list NULL-terminated, either NULL: REPORTS, those
+ * stats --from shows (-r NAME), in the order it shows them; INPUTS, asked by their name alone:
+ * what its verdict's rules read there (struct family_verdict.reads' names: a report's table
+ * or the state its ADD keeps) and stacks --from's folded lines.
+ */
+struct family_sql {
+	const struct ch_report *const *reports;
+	const struct ch_report *const *inputs;
+};
 
-/* The reports across ranks (ch_rank_reports.c). */
-extern const struct ch_report ch_ranks, ch_nccl_rank_sum, ch_rank_waits;
+/* nsys's timing columns (time_sum.h), then the name: the API sums' and osrt_sum's. */
+extern const struct ch_col ch_time_cols[];
+/* export --format folded's lines: the folded text, the count (samples, or us off the CPU). */
+extern const struct ch_col ch_folded_cols[];
 
-/* export --format folded's lines of the CPU samples (`stacks --from`): text, count. */
-extern const struct ch_report ch_folded_stacks;
-/* export --format folded-offcpu's: the off-CPU intervals' time (us) by blocking stack. */
-extern const struct ch_report ch_folded_offcpu;
-
-/* mem_peak (ch_mem_peak.c). */
-extern const struct ch_report ch_mem_peak;
-
-/* gil_blocked_by (ch_gil_reports.c). */
-extern const struct ch_report ch_gil_blocked_by;
-
-/* mem_leaks (ch_mem_leaks.c). */
-extern const struct ch_report ch_mem_leaks;
-
-/* The reports over the events' stacks (ch_cpu_reports.c). */
-extern const struct ch_report ch_cpu_sum, ch_gil_stacks, ch_offcpu_stacks;
-
+/* The reports stats --from shows, the families' in registry order: from *IT 0, NULL at the end. */
+const struct ch_report *ch_report__next(size_t *it);
+/*
+ * Every SQL stats, stacks and report --from may send (the families' reports and inputs, the
+ * files' own): from *IT 0, NULL at the end. What tests/unit/test_ch_portable.c reads.
+ */
+const struct ch_report *ch_report__every(size_t *it);
+/* The report stats --from shows as NAME, or NULL. */
 const struct ch_report *ch_report__find(const char *name);
+/* Any SQL of NAME: a report, a family's input (its rules', stacks --from's), the files' own
+ * (ch_verdict.h); NULL: none. */
+const struct ch_report *ch_report__named(const char *name);
 /*
  * REPORT's SQL with WHERE in place of {W}, JOB of {J}, FILES of {F} (the files' order,
  * ch_file_order's answer; NULL: its subquery, asked at each use): malloc'd, NULL without memory.

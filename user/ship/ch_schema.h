@@ -12,10 +12,17 @@
 
 #define CH_DB "bpfsight"
 
-/* The statements that make the tables, in order, NULL-terminated (IF NOT EXISTS each). */
-extern const char *const ch_schema[];
+/* The first release whose events table is made LowCardinality and coded (ch_schema.c). */
+#define CH_COMPACT_MAJOR 20
+#define CH_COMPACT_MINOR 3
 
-/* Run them: 0 or ch_server__run's error (said in S->error). */
+/* The statement that makes the events table on a server of release V (IF NOT EXISTS). */
+const char *ch_schema__events(const struct ch_version *v);
+
+/*
+ * S's release asked first (ch_version__ask: a server older than CH_OLDEST refused, -EPROTO),
+ * then the statements run: 0 or ch_server__run's error (said in S->error).
+ */
 int ch_schema__create(struct ch_server *s);
 
 #endif /* BPFSIGHT_CH_SCHEMA_H */

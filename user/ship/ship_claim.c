@@ -39,15 +39,17 @@ int ship_claim__claimant(const char *dir, char *buf, size_t len)
 
 /*
  * The file's claims in the order the server made them visible (their part's first block); a
- * partition's name is its claim id (18.16 shows it bare, later releases quoted).
+ * partition's name is its claim id (18.16 shows it bare, later releases quoted). ALL INNER:
+ * a claim's partition is one row (ANY INNER de-duplicates the left side too on 20.x and
+ * later: the same here, where a claim is one row, but not the same SQL).
  */
-#define CLAIMS_IN_ORDER                                                                             \
-	"SELECT claim_id, claimant, host, spool, pid, toString(at) FROM (SELECT claim_id, "         \
-	"claimant, host, spool, pid, at FROM " CH_DB ".claims WHERE job = '%s' AND file_id = "      \
-	"'%s') ANY INNER JOIN (SELECT replaceAll(partition, '\\'', '') AS "                         \
-	"claim_id, min(min_block_number) AS first_block FROM system.parts WHERE database = '" CH_DB \
-	"' AND table = 'claims' AND active GROUP BY claim_id) USING claim_id ORDER BY "             \
-	"first_block FORMAT TabSeparated"
+const char ship_claim__order_sql[] =
+	"SELECT claim_id, claimant, host, spool, pid, toString(at) FROM (SELECT claim_id, "
+	"claimant, host, spool, pid, at FROM " CH_DB ".claims WHERE job = '%s' AND file_id = "
+	"'%s') AS claims ALL INNER JOIN (SELECT replaceAll(partition, '\\'', '') AS claim_id, "
+	"min(min_block_number) AS first_block FROM system.parts WHERE database = '" CH_DB "' AND "
+	"table = 'claims' AND active GROUP BY claim_id) AS parts USING claim_id ORDER BY "
+	"first_block FORMAT TabSeparated";
 
 /* Drop claim ID (its partition). */
 static int drop_claim(struct ch_server *s, const char *id)
@@ -68,7 +70,7 @@ static int each_claim(struct ch_server *s, const char *job, const char *id,
 	char sql[1024], *out = NULL, *line, *save = NULL;
 	int err, stop = 0;
 
-	snprintf(sql, sizeof(sql), CLAIMS_IN_ORDER, job, id);
+	snprintf(sql, sizeof(sql), ship_claim__order_sql, job, id);
 	err = ch_server__run(s, sql, NULL, 0, &out);
 	/* each line's fields unescaped (a spool's path may hold a tab or a backslash) */
 	for (line = err ? NULL : strtok_r(out, "\n", &save); line && !stop;

@@ -22,6 +22,9 @@ struct ship_claim {
 	char holder[512]; /* when lost: who holds the file ("host H, spool S, pid P, since T") */
 };
 
+/* The read of a file's claims in order, a printf format of its job and content id. */
+extern const char ship_claim__order_sql[];
+
 /* CLAIMANT for the spool DIR on this host into BUF: 0, or a negative errno. */
 int ship_claim__claimant(const char *dir, char *buf, size_t len);
 /*

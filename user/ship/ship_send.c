@@ -63,6 +63,9 @@ int ship_send__shipped(struct ch_server *s, const char *job, const char *id)
 	char sql[512];
 	int n;
 
+	n = ch_version__ask(s); /* nothing else to a server older than the oldest tested */
+	if (n)
+		return n;
 	snprintf(sql, sizeof(sql),
 		 "SELECT count() FROM " CH_DB ".files WHERE job = '%s' AND file_id = '%s'", job,
 		 id);

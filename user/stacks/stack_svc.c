@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <bpf/bpf.h>
+#include "family.h"
 #include "gil_python.h"
 #include "kernel_features.h"
 #include "mono_clock.h"
@@ -54,6 +55,13 @@ struct stack_svc {
 	struct thread_names *names;	/* the Python processes' thread names */
 	struct stack_unwind *unw;	/* unwind tables (NULL: frame pointers only) */
 	int unw_eager; /* every file's table before its first stack (a recording, not snap.c) */
+	/*
+	 * Launch mode holds a process at its new code until its tables are in: only where the
+	 * recording asked for stacks (--stacks, -t naming the CPU samples). The samples taken by
+	 * default need no whole stack in a library's first milliseconds (a stack cut there says
+	 * so), and a launch must not wait on every library's table for them.
+	 */
+	int unw_hold;
 	struct gil_py scratch;
 };
 
@@ -96,6 +104,19 @@ void stack_svc__free(struct stack_svc *s)
 	hmap__free(s->slots);
 	hmap__free(s->slot_gens);
 	free(s);
+}
+
+/* Whether O asked for stacks: an event family's (--stacks), or the CPU samples by name. */
+static int asked_stacks(const struct record_opts *o)
+{
+	for_each_family(it) {
+		if (!(o->families & (1ull << it.i)))
+			continue;
+		if (o->stack_ns[it.i] != RECORD_STACKS_OFF ||
+		    (family__samples(it.f) && (o->families_named & (1ull << it.i))))
+			return 1;
+	}
+	return 0;
 }
 
 struct stack_svc *stack_svc__new(struct record_ctx *ctx, struct uprobe_mgr *mgr, int *err)
@@ -146,6 +167,7 @@ struct stack_svc *stack_svc__new(struct record_ctx *ctx, struct uprobe_mgr *mgr,
 		s->unw = stack_unwind__new(s->mgr, ctx->unw_rows_fd, ctx->unw_procs_fd,
 					   !ctx->unwind_sync, err);
 		s->unw_eager = !ctx->unwind_sync;
+		s->unw_hold = asked_stacks(ctx->opts);
 		if (!s->unw)
 			pr_warn("unwind tables not loaded (%s): native stacks by frame pointers "
 				"only\n",
@@ -525,7 +547,7 @@ void stack_svc__observe(struct record_ctx *ctx, struct stack_svc *s, const struc
 		 * loaded first, so its first stacks through them are whole.
 		 */
 		if (rec->type == BS_REC_MAP_EXEC && rec->size >= sizeof(struct bs_map_exec) &&
-		    (((const struct bs_map_exec *)rec)->flags & BS_MAP_EXEC_STOPPED))
+		    (((const struct bs_map_exec *)rec)->flags & BS_MAP_EXEC_STOPPED) && s->unw_hold)
 			hold(ctx, s, rec->pid, mono_now_ns() + STACK_UNWIND_HOLD_NS, 0);
 	}
 	if (rec->type == BS_REC_EXEC || rec->type == BS_REC_MAP_EXEC ||

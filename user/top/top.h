@@ -33,6 +33,7 @@
 #ifndef BPFSIGHT_TOP_H
 #define BPFSIGHT_TOP_H
 
+#include <stdio.h>
 #include <linux/types.h>
 #include "records.h"
 
@@ -102,6 +103,27 @@ struct top_frame {
 	struct top_funcs_frame funcs[2];
 	int funcs_cut; /* the function view was wanted at this cut: funcs[] has its rows */
 	int sampled;   /* CPU samples came since the start: the function view has something */
+	/* The ledger view (top__want_ledger): the interval's lines, as the verdict words them */
+	char *ledger;
+	size_t ledger_len;
+	int ledger_cut; /* wanted at this cut */
+};
+
+/*
+ * The ledger view's machinery (the verdict's ledger, docs/USAGE.md "How the verdict is made"),
+ * handed to top by its command (top sees no other command's code): a ledger fed the
+ * interval's records, then its critical unit's lines written over [FROM, TO).
+ */
+struct trace_model;
+struct top_ledger_ops {
+	void *(*new)(void);
+	void (*add)(void *st, const struct bs_hdr *rec, const struct trace_model *m);
+	/* The lines into F; how many (0: nothing to say yet). */
+	int (*lines)(void *st, const struct trace_model *m, __u64 from, __u64 to, FILE *f);
+	/* A thread's own clocks at the interval's start (END 0) or end (ledger__clock). */
+	void (*clock)(void *st, __u32 pid, __u32 tid, __u64 ts, __u64 cpu_ns, __u64 delay_ns,
+		      int end);
+	void (*free)(void *st);
 };
 
 struct top;
@@ -131,6 +153,9 @@ void top_frame__free(struct top_frame *fr);
  * function goes on either way, it is their rows that cost.
  */
 void top__want_functions(struct top *t, int on);
+/* The ledger view: its machinery (NULL: none), and whether its lines are cut from now on. */
+void top__set_ledger(struct top *t, const struct top_ledger_ops *ops);
+void top__want_ledger(struct top *t, int on);
 /* The function view's times and shares start over (py-spy top's R). */
 void top__reset_functions(struct top *t);
 /* A replay's sampling period, from its file's header (a live one's is the family's). */

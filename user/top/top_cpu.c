@@ -11,7 +11,7 @@
 #include <unistd.h>
 #include "top_priv.h"
 
-int top_cpu__read(__u32 pid, __u32 tid, __u64 *ns)
+int top_cpu__read(__u32 pid, __u32 tid, __u64 *ns, __u64 *delay)
 {
 	char path[64], buf[96], *end;
 	ssize_t n;
@@ -27,5 +27,7 @@ int top_cpu__read(__u32 pid, __u32 tid, __u64 *ns)
 		return -ESRCH;
 	buf[n] = 0;
 	*ns = strtoull(buf, &end, 10);
+	if (delay) /* the second field: its time ready to run without a CPU */
+		*delay = strtoull(end, NULL, 10);
 	return end == buf ? -EINVAL : 0;
 }

@@ -89,10 +89,10 @@ static void cut_polled(struct top *t, int fi, __u64 now)
  * process /proc no longer has is gone, its exit record lost or still on its way: it goes
  * after this frame, as if the record had come.
  */
-static double cpu_share(const struct top *t, struct top_thread *th, __u64 span)
+static double cpu_share(const struct top *t, struct top_thread *th, __u64 now, __u64 span)
 {
 	char path[32];
-	__u64 ns;
+	__u64 ns, delay = 0;
 	double pct = 0;
 	int err;
 
@@ -104,7 +104,7 @@ static double cpu_share(const struct top *t, struct top_thread *th, __u64 span)
 			th->flags |= TOP_ROW_EXITED;
 		return 0;
 	}
-	err = top_cpu__read(th->pid, th->tid, &ns);
+	err = top_cpu__read(th->pid, th->tid, &ns, &delay);
 	/*
 	 * Gone from /proc, its EXIT record not here yet (the ring is behind the cut): kept for
 	 * the record's CPU time, counted at the next cut, for at most a few cuts.
@@ -122,6 +122,17 @@ static double cpu_share(const struct top *t, struct top_thread *th, __u64 span)
 	}
 	if (err)
 		return 0;
+	/*
+	 * The ledger view's clocks of the interval: a thread asleep since before it has no
+	 * record in it yet (its switch-in writes it), which the ledger's timeline alone would
+	 * count as time on a CPU.
+	 */
+	if (t->ledger && th->cpu_known && ns >= th->cpu_ns) {
+		t->ledger_ops->clock(t->ledger, th->pid, th->tid, t->last_cut, th->cpu_ns,
+				     th->delay_ns, 0);
+		t->ledger_ops->clock(t->ledger, th->pid, th->tid, now, ns, delay, 1);
+	}
+	th->delay_ns = delay;
 	if (th->cpu_known && ns >= th->cpu_ns)
 		pct = (ns - th->cpu_ns) * 100.0 / span;
 	if (pct > 100) /* the interval's clock and the scheduler's disagree by a tick */
@@ -148,7 +159,7 @@ static int thread_row(struct top *t, struct top_thread *th, struct top_frame *fr
 		return -ENOMEM;
 	r->pid = th->pid;
 	r->tid = th->tid;
-	r->val[0] = cpu_share(t, th, span);
+	r->val[0] = cpu_share(t, th, fr->now, span);
 	r->flags = th->flags;
 	row_name(t, th->pid, th->tid, r->name);
 	for (__u32 c = 1; c < t->ncols; c++) {
@@ -258,6 +269,27 @@ static void start_over(struct top *t)
 	} while (n == 64);
 }
 
+/* The ledger view's lines of the interval, and a new ledger for the next one. */
+static int cut_ledger(struct top *t, __u64 now, struct top_frame *fr)
+{
+	FILE *f;
+
+	free(fr->ledger);
+	fr->ledger = NULL;
+	fr->ledger_len = 0;
+	fr->ledger_cut = !!t->ledger;
+	if (!t->ledger)
+		return 0;
+	f = open_memstream(&fr->ledger, &fr->ledger_len);
+	if (!f)
+		return -ENOMEM;
+	t->ledger_ops->lines(t->ledger, t->model, t->last_cut, now, f);
+	fclose(f);
+	t->ledger_ops->free(t->ledger);
+	t->ledger = t->ledger_ops->new ();
+	return t->ledger ? 0 : -ENOMEM;
+}
+
 int top__cut(struct top *t, __u64 now, struct top_frame *fr)
 {
 	struct top_thread *th;
@@ -291,6 +323,8 @@ int top__cut(struct top *t, __u64 now, struct top_frame *fr)
 		err = top_funcs__cut(t->funcs, t->model, t->want_funcs, fr->funcs);
 	fr->funcs_cut = t->want_funcs;
 	fr->sampled = top_funcs__sampled(t->funcs);
+	if (!err)
+		err = cut_ledger(t, now, fr);
 	cut_losses(t, fr);
 	start_over(t);
 	t->last_cut = now;
@@ -303,5 +337,6 @@ void top_frame__free(struct top_frame *fr)
 	top_funcs_frame__free(&fr->funcs[0]);
 	top_funcs_frame__free(&fr->funcs[1]);
 	free(fr->rows);
+	free(fr->ledger);
 	memset(fr, 0, sizeof(*fr));
 }

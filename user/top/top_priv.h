@@ -23,7 +23,8 @@ struct top_thread {
 	__u32 pid, tid;
 	__u32 flags; /* TOP_ROW_TARGET, TOP_ROW_EXITED */
 	__u32 cpu_known;
-	__u64 cpu_ns; /* its on-CPU time at the last cut (or when first seen) */
+	__u64 cpu_ns;	/* its on-CPU time at the last cut (or when first seen) */
+	__u64 delay_ns; /* and its time ready to run without a CPU then */
 	struct top_cell cell[TOP_MAX_COLS]; /* the interval under way */
 	double polled[TOP_MAX_COLS];	    /* TOP_POLLED columns: the value of the last polls */
 	/* NOW (top_now.c): what it was in at the last read, for how long, when read */
@@ -62,8 +63,10 @@ struct top {
 	int rank_col, role_col; /* RANK's and ROLE's (top_role.c) */
 	char **labels;		/* NOW's labels, each once (top_now.c) */
 	size_t nlabels, labels_cap;
-	struct top_funcs *funcs; /* the function view's counts (top_funcs.h) */
-	int want_funcs;		 /* its rows are cut into the frames */
+	struct top_funcs *funcs;		 /* the function view's counts (top_funcs.h) */
+	int want_funcs;				 /* its rows are cut into the frames */
+	const struct top_ledger_ops *ledger_ops; /* the ledger view's (NULL: none) */
+	void *ledger;				 /* the interval's, while wanted */
 };
 
 /* The entry of thread TID of PID (0: the process), made on first use; NULL without memory. */
@@ -81,7 +84,8 @@ void top_role__born(struct top *t, struct top_thread *th);
 void top_role__snap(struct top *t, const struct bs_hdr *h);
 /* Process TH's cells of a row of FR: its rank, its role. */
 void top_role__cells(struct top *t, const struct top_thread *th, struct top_row *r);
-/* Its on-CPU time from /proc (top_cpu.c): 0, or -errno when it is gone. */
-int top_cpu__read(__u32 pid, __u32 tid, __u64 *ns);
+/* Its on-CPU time from /proc (top_cpu.c), and (DELAY not NULL) its time ready to run without a
+ * CPU: 0, or -errno when it is gone. */
+int top_cpu__read(__u32 pid, __u32 tid, __u64 *ns, __u64 *delay);
 
 #endif /* BPFSIGHT_TOP_PRIV_H */

@@ -251,6 +251,7 @@ static int help_screen(FILE *out, const struct top_frame *fr, int width, int hei
 		"t           threads under their process, or processes only",
 		"i           rows with nothing this interval too, or not",
 		"f           functions: the CPU samples per function and line, as py-spy top",
+		"w           where the time went: the interval's ledger of the job's critical thread",
 		"h, ?        this help (any key goes back)",
 	};
 	int n = 0;
@@ -261,6 +262,44 @@ static int help_screen(FILE *out, const struct top_frame *fr, int width, int hei
 	for (__u32 c = 0; fr && c < fr->ncols; c++)
 		top_text__col_help(out, width, height, fr->cols[c].c->head, fr->cols[c].c->key,
 				   fr->cols[c].c->desc, &n);
+	return n;
+}
+
+/*
+ * The ledger view: the interval's lines of the job's critical unit, as the verdict words
+ * them (stats' first lines, over this interval); each cut to the width.
+ */
+static int ledger_view(FILE *out, const struct top_frame *fr, const struct top_view *v, int width,
+		       int height)
+{
+	char line[TOP_LINE_W_MAX + 1] = "";
+	int n = 0;
+
+	title_lines(out, fr, v, width, &n);
+	top_text__put(line, width,
+		      "Where the time went this interval (stats -r ledger: the "
+		      "verdict's account):");
+	top_text__emit(out, line, &n);
+	if (!fr || !fr->ledger_cut || !fr->ledger_len) {
+		line[0] = 0;
+		top_text__put(line, width,
+			      fr && fr->ledger_cut ? "  nothing to account yet (sched's timeline)"
+						   : "  waiting for the first interval...");
+		top_text__emit(out, line, &n);
+	}
+	for (const char *p = fr && fr->ledger ? fr->ledger : "";
+	     *p && (!height || n < height - 1);) {
+		size_t len = strcspn(p, "\n");
+
+		line[0] = 0;
+		top_text__put(line, width, "%.*s", (int)len, p);
+		top_text__emit(out, line, &n);
+		p += len + (p[len] == '\n');
+	}
+	if (v->keys)
+		top_text__last_line(
+			out, width, height,
+			v->message[0] ? v->message : "q quit  w back to the rows  h help", &n);
 	return n;
 }
 
@@ -275,6 +314,9 @@ int top_screen__render(FILE *out, const struct top_frame *fr, const struct top_v
 
 	if (v->functions)
 		return top_fview__render(out, fr, v, width, height);
+	if (v->ledger && !v->help)
+		return ledger_view(out, fr, v, width > TOP_LINE_W_MAX ? TOP_LINE_W_MAX : width,
+				   height);
 	/* A sort column that is not shown (CPU% of a replay): the first one that is. */
 	if (fr && !(fr->shown & (1u << v->sort)))
 		v->sort = top_screen__next_col(fr, v->sort, 1);
@@ -303,8 +345,9 @@ int top_screen__render(FILE *out, const struct top_frame *fr, const struct top_v
 	/* The keys on the last line, or the latest message. */
 	top_text__last_line(
 		out, width, height,
-		v->message[0] ? v->message
-			      : "q quit  < > sort  t threads  i idle rows  f functions  h help",
+		v->message[0]
+			? v->message
+			: "q quit  < > sort  t threads  i idle rows  f functions  w where  h help",
 		&n);
 	return n;
 }

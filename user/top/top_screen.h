@@ -27,6 +27,7 @@ struct top_view {
 	int cumulative;		/* %Own and %Total since the start, not the interval (c) */
 	__u32 fsort;		/* TOP_FSORT_*: the column its rows are sorted by */
 	const char *funcs_hint; /* what to do when no samples come: "add cpu to -t" */
+	int ledger; /* the ledger view (w, --ledger): the interval's time of the critical unit */
 };
 
 /* The function view's columns, its sort keys in this order (--sort, 1 2 3 4). */

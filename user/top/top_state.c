@@ -49,7 +49,7 @@ struct top_thread *top__thread(struct top *t, __u32 pid, __u32 tid)
 	top_role__born(t, th);
 	/* A thread seen for the first time has run before: its CPU% counts from now. */
 	if (tid && !t->replay)
-		th->cpu_known = !top_cpu__read(pid, tid, &th->cpu_ns);
+		th->cpu_known = !top_cpu__read(pid, tid, &th->cpu_ns, &th->delay_ns);
 	return th;
 }
 
@@ -66,7 +66,7 @@ static struct top_thread *event_thread(struct top *t, __u32 pid, __u32 tid)
 
 	if (th || t->replay)
 		return th ? th : top__thread(t, pid, tid);
-	if (tid && !top_cpu__read(pid, tid, &ns))
+	if (tid && !top_cpu__read(pid, tid, &ns, NULL))
 		return top__thread(t, pid, tid);
 	th = hmap__get(t->threads, (struct hkey){ pid, 0 }, 0);
 	if (th)
@@ -204,6 +204,25 @@ void top__record(void *arg, const struct bs_hdr *h)
 	for_each_family_slot(it, t->states)
 		if (t->hooked[it.i] && it.f->top->record)
 			it.f->top->record(t, *it.slot, h);
+	if (t->ledger)
+		t->ledger_ops->add(t->ledger, h, t->model);
+	pthread_mutex_unlock(&t->lock);
+}
+
+void top__set_ledger(struct top *t, const struct top_ledger_ops *ops)
+{
+	t->ledger_ops = ops;
+}
+
+void top__want_ledger(struct top *t, int on)
+{
+	pthread_mutex_lock(&t->lock);
+	if (on && !t->ledger && t->ledger_ops)
+		t->ledger = t->ledger_ops->new ();
+	else if (!on && t->ledger) {
+		t->ledger_ops->free(t->ledger);
+		t->ledger = NULL;
+	}
 	pthread_mutex_unlock(&t->lock);
 }
 
@@ -360,6 +379,8 @@ void top__free(struct top *t)
 	trace_model__free(t->model);
 	hmap__free(t->threads);
 	top_funcs__free(t->funcs);
+	if (t->ledger)
+		t->ledger_ops->free(t->ledger);
 	top_now__free(t);
 	pthread_mutex_destroy(&t->lock);
 	free(t);

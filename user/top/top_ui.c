@@ -185,6 +185,10 @@ static void key(struct top_ui *ui, char k)
 		ui->view.functions = !ui->view.functions;
 		top__want_functions(ui->o.t, ui->view.functions);
 		break;
+	case 'w':
+		ui->view.ledger = !ui->view.ledger;
+		top__want_ledger(ui->o.t, ui->view.ledger);
+		break;
 	case 'h':
 	case '?':
 		ui->view.help = 1;
@@ -355,8 +359,10 @@ struct top_ui *top_ui__start(const struct top_ui_opts *o)
 				      .keys = !o->batch,
 				      .functions = o->functions,
 				      .fsort = o->fsort,
-				      .funcs_hint = o->funcs_hint };
+				      .funcs_hint = o->funcs_hint,
+				      .ledger = o->ledger };
 	top__want_functions(o->t, o->functions);
+	top__want_ledger(o->t, o->ledger);
 	if (!ui->batch) {
 		ui->log = malloc(LOG_MAX + 4096 + 1);
 		err = ui->log ? top_term__open(&ui->term) : -ENOMEM;

@@ -20,6 +20,7 @@ struct top_ui_opts {
 	int threads;		/* threads shown under their process (t toggles it) */
 	const char *target;	/* "pid 1234", "every process" */
 	int functions;		/* start in the function view (f switches) */
+	int ledger;		/* start in the ledger view (w switches) */
 	__u32 fsort;		/* its sort column, TOP_FSORT_* */
 	const char *funcs_hint; /* what to do when no samples come */
 };

@@ -113,6 +113,13 @@ static int read_stubs(Elf_Scn *scn, const GElf_Shdr *sh, const struct slots *s, 
 				continue;
 			memcpy(&disp, b + k + j + 2, sizeof(disp));
 			name = slot_name(s, sh->sh_addr + k + j + 6 + (__s64)disp);
+			/*
+			 * .plt's first entry (`push GOT+8; jmp *GOT+16`): lazy binding's way into
+			 * ld.so's resolver, run by each function's first call through the PLT; its
+			 * slot has no relocation, ld.so fills it.
+			 */
+			if (!name && !k && j == 6 && b[0] == 0xff && b[1] == 0x35)
+				name = "_dl_runtime_resolve";
 			if (name && add_stub(p, cap, sh->sh_addr + k, (__u32)ent, name))
 				return -ENOMEM;
 			break;

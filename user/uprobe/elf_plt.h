@@ -3,7 +3,8 @@
  * The PLT stubs of an ELF file, named as perf and gdb name them ("malloc@plt"): no symbol
  * covers them, so without this a sample in a stub is credited to whatever symbol precedes
  * the PLT (usually _init, of size 0). x86-64: each stub's `jmp *GOT(%rip)` names the GOT slot,
- * and the slot's relocation (.rela.plt's JUMP_SLOT, .rela.dyn's GLOB_DAT) names the function.
+ * and the slot's relocation (.rela.plt's JUMP_SLOT, .rela.dyn's GLOB_DAT) names the function;
+ * .plt's first entry, lazy binding's jump into ld.so, is "_dl_runtime_resolve@plt".
  */
 #ifndef BPFSIGHT_ELF_PLT_H
 #define BPFSIGHT_ELF_PLT_H

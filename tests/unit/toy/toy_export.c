@@ -68,7 +68,8 @@ struct toy_total {
 	struct toy_sum sum;
 };
 
-static void *toy_total_open(const char *out, const struct trace_meta *meta, int *err)
+static void *toy_total_open(const char *out, const struct trace_meta *meta,
+			    const struct export_opts *opts, int *err)
 {
 	struct toy_total *t = calloc(1, sizeof(*t));
 	int fd = t ? export__create(out) : -ENOMEM;

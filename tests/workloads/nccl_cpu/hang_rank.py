@@ -11,13 +11,15 @@ function of its own, as HANG_KIND says:
             long once it runs, so it never hands it over)
     lock    take_lock() blocks in futex on a lock thread "holder" holds
 
-The lines the tests look for are marked (READ, SPIN, TURN, LOCK).
+The lines the tests look for are marked (READ, SPIN, TURN, LOCK, ALLREDUCE).
 
 A rank listed in HANG_ALSO (RANK:KIND,...) stalls the same way at the same collective. With
 HANG_STEP_MS, every rank sleeps that long before each collective (a step's compute).
 Prints "ready pid P rank R" once the library is loaded, then waits for the file HANG_GO (when
 set) before it makes its communicator; "stall R NS" (CLOCK_MONOTONIC, right before it blocks)
-when it stalls; the other ranks wait in collective HANG_AT until the library gives up (60 s).
+when it stalls, "enter R N" right before it calls collective HANG_AT; the other ranks wait in
+collective HANG_AT until the library gives up (60 s). NCCL_CPU_SPIN=1: they poll there, on the
+CPU (libnccl_cpu.c), as NCCL's host threads do.
 """
 import ctypes
 import os
@@ -115,7 +117,10 @@ def main():
             time.sleep(step)
         if i == HANG_AT and RANK in KINDS:
             stall(KINDS[RANK])
-        r = nccl.ncclAllReduce(send, recv, 64, 7, 0, comm, None)  # float32, sum
+        if i == HANG_AT:
+            said(f"enter {RANK} {i}")
+        # float32, sum
+        r = nccl.ncclAllReduce(send, recv, 64, 7, 0, comm, None)  # ALLREDUCE
         if r or recv[0] != want:
             sys.exit(f"rank {RANK}: ncclAllReduce #{i}: {r}, {recv[0]} != {want}")
 

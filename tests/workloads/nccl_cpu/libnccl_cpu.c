@@ -22,6 +22,10 @@
  * SLOT_BYTES per rank and collective; at most MAX_RANKS ranks. A rank that waits more than
  * WAIT_LIMIT_S for the others gives up with ncclSystemError, so a test whose rank died does
  * not hang.
+ *
+ * A waiting rank sleeps on a futex; with NCCL_CPU_SPIN=1 in its environment it polls on the CPU
+ * instead, yielding between polls, as NCCL's host threads poll their GPU's progress: a rank
+ * that waits runs (never asleep), its stack in the collective.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -106,6 +110,7 @@ static double now_s(void)
 
 /* The CPUs this process may run on, in order (its affinity when the library loaded). */
 static int cpus[MAX_RANKS], ncpus;
+static int spin; /* NCCL_CPU_SPIN=1: a waiting rank polls (above) */
 
 __attribute__((constructor)) static void find_cpus(void)
 {
@@ -117,6 +122,7 @@ __attribute__((constructor)) static void find_cpus(void)
 		if (CPU_ISSET(i, &set))
 			cpus[ncpus++] = i;
 	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0); /* wake at the deadline, not 50 us later */
+	spin = getenv("NCCL_CPU_SPIN") && !strcmp(getenv("NCCL_CPU_SPIN"), "1");
 }
 
 /*
@@ -181,7 +187,13 @@ static int barrier(struct ncclComm *c)
 				c->rank, c->name);
 			return -ETIMEDOUT;
 		}
-		futex(&s->word[c->rank], FUTEX_WAIT, g, &slice);
+		if (!spin) {
+			futex(&s->word[c->rank], FUTEX_WAIT, g, &slice);
+			continue;
+		}
+		for (int i = 0; i < 1000; i++)
+			__builtin_ia32_pause();
+		sched_yield();
 	}
 	leave_at(c, g, __atomic_load_n(&s->release, __ATOMIC_RELAXED));
 	return 0;

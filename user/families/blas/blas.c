@@ -25,6 +25,7 @@ static const struct family_decode blas_reading = {
 };
 
 static const struct family_stats blas_stats = {
+	.ledger = &blas_ledger,
 	.reports = blas_reports,
 	.verdict = &blas_verdict,
 };
@@ -37,6 +38,7 @@ const struct family family_blas = {
 	.api = &blas_table,
 	.losses = blas_losses,
 	.export = &blas_export,
+	.sql = &blas_sql,
 	.record = &blas_recording,
 	.decode = &blas_reading,
 	.stats = &blas_stats,

@@ -33,6 +33,7 @@ extern const struct ucall_key blas_keys[BLAS_K_NR];
 extern const struct ucall_table blas_table; /* blas_api.c */
 extern const struct rec_decoder blas_decoders[];
 extern const struct family_export blas_export; /* blas_export.c */
+extern const struct family_sql blas_sql;       /* blas_sql.c */
 struct report;
 extern const struct report *const blas_reports[]; /* blas_report.c */
 extern const struct family family_blas;		  /* blas.c */
@@ -63,4 +64,6 @@ int blas__is_reference(const char *path);
 /* Parse REC (a BS_REC_BLAS_CALL of at least sizeof(struct bs_ucall)) into G. */
 void blas_gemm__parse(const struct bs_hdr *rec, struct blas_gemm *g);
 
-#endif /* BPFSIGHT_BLAS_H */
+struct family_ledger;
+extern const struct family_ledger blas_ledger; /* blas_ledger.c: the ledger's feed */
+#endif					       /* BPFSIGHT_BLAS_H */

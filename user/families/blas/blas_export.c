@@ -27,7 +27,22 @@ static int blas_record(struct ex_sink *s, void *st, const struct bs_hdr *rec,
 			    (int)(sizeof(cols) / sizeof(cols[0])));
 }
 
+/* The rows (EX_ROWS): the library process PID's GEMMs ran in, which the rule names. */
+static void blas_process_keys(struct ex_sink *s, void *st, __u32 pid)
+{
+	const char *lib = blas__library(s->model, pid);
+
+	(void)st;
+	if (lib)
+		ex_key(s, "blas_library", EX_V_TEXT(lib));
+}
+
+static const struct ex_rows blas_rows = {
+	.process = blas_process_keys,
+};
+
 const struct family_export blas_export = {
 	.tables = blas_tables,
 	.record = blas_record,
+	.rows = &blas_rows,
 };

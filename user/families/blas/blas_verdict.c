@@ -8,7 +8,7 @@
  * OpenBLAS, BLIS or MKL is the fix, with no change to the job. Elsewhere it is said, not held:
  * where the CPU time went is the cpu family's to weigh.
  *
- * From a server (stats --from) the same sums per thread come as a table (ch_family_reports.c's
+ * From a server (stats --from) the same sums per thread come as a table (blas_sql.c's
  * blas_thread_gemms), each with its process's library (its threads' names' rows say it).
  */
 #include <stdio.h>
@@ -132,7 +132,7 @@ static void blas_claims(void *vst, struct verdict *v)
 		snprintf(impl_text, sizeof(impl_text), "%s",
 			 lib ? human__base(lib) : "a BLAS the trace does not name");
 	verdict__thread(v, (__u32)b.key.a, (__u32)b.key.b, who, sizeof(who));
-	verdict__claim(v, VERDICT_CPU, blas__is_reference(lib) && share >= REFERENCE_SHARE,
+	verdict__claim(v, VERDICT_BLAS, blas__is_reference(lib) && share >= REFERENCE_SHARE,
 		       share > 1 ? 1 : share, "blas_gemm_sum",
 		       "%s spent %s in %llu CPU GEMMs at %.1f GFLOP/s, on the %s", who,
 		       human__ns((double)b.t.ns, d1, sizeof(d1)), (unsigned long long)b.t.count,
@@ -162,15 +162,6 @@ static int blas_load(void *vst, const char *name, const struct table *t)
 	return 0;
 }
 
-/* The library process PID's GEMMs ran in, on its rows in the server. */
-static void blas_process_args(const struct trace_model *m, __u32 pid, struct json *j)
-{
-	const char *lib = blas__library(m, pid);
-
-	if (lib)
-		json__kv_str(j, "blas_library", lib);
-}
-
 const struct family_verdict blas_verdict = {
 	.new = blas_new,
 	.add = blas_add,
@@ -178,5 +169,4 @@ const struct family_verdict blas_verdict = {
 	.free = blas_free,
 	.reads = "blas_thread_gemms",
 	.load = blas_load,
-	.process_args = blas_process_args,
 };

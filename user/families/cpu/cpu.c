@@ -156,7 +156,8 @@ static int cpu_consume(struct record_ctx *ctx, void *state, const struct bs_hdr 
 	stack_svc__raw_counts(rec->size - sizeof(*r), r->nips, r->npy, &n, &npy);
 	record_ctx__hdr(&s.h, BS_REC_CPU_SAMPLE, sizeof(s), rec->pid, rec->tid, rec->ts);
 	s.h.cpu = rec->cpu;
-	s.flags = r->flags & (BS_CPU_KERNEL | BS_CPU_FAULT | BS_CPU_GIL | BS_CPU_PYTHON);
+	s.flags = r->flags & (BS_CPU_KERNEL | BS_CPU_FAULT | BS_CPU_GIL | BS_CPU_PYTHON |
+			      0xffffu << BS_CPU_SYSCALL_SHIFT);
 	top = stack_svc__raw_top(r->flags, &w, &n);
 	s.stack_id = stack_svc__stack(ctx, st->stacks, rec->pid, rec->tid, rec->ts, w, n, npy, top,
 				      r->flags);
@@ -190,6 +191,7 @@ static const struct family_decode cpu_reading = {
 };
 
 static const struct family_stats cpu_stats = {
+	.ledger = &cpu_ledger,
 	.reports = cpu_reports,
 	.verdict = &cpu_verdict,
 	.page = &cpu_page,
@@ -200,6 +202,7 @@ const struct family family_cpu = {
 	.desc = "CPU sampling: on-CPU samples of the traced threads with their stacks",
 	.flags = FAMILY_OPT_IN | FAMILY_STACKS,
 	.export = &cpu_export,
+	.sql = &cpu_sql,
 	.top = &cpu_top,
 	.record = &cpu_recording,
 	.decode = &cpu_reading,

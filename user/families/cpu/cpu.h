@@ -19,7 +19,10 @@ extern const struct family_option cpu_options[];
 void cpu_opts_init(void *opts, const char *cmd);
 void cpu_opts_describe(const void *opts, char *buf, size_t len);
 extern const struct family_export cpu_export; /* cpu_export.c */
+extern const struct family_sql cpu_sql;	      /* cpu_sql.c */
 extern const struct page_family cpu_page;     /* cpu_page.c */
 extern const struct top_family cpu_top;	      /* cpu_top.c: samples for top's function view */
 
+struct family_ledger;
+extern const struct family_ledger cpu_ledger; /* cpu_ledger.c: the ledger's feed */
 #endif

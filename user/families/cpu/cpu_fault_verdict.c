@@ -197,7 +197,7 @@ void cpu_fault__add(void *vst, const struct bs_hdr *rec, const struct trace_mode
 }
 
 /*
- * A server's answer (stats --from, ch_cpu_reports.c's cpu_fault_procs): per process what ADD
+ * A server's answer (stats --from, cpu_sql.c's cpu_fault_procs): per process what ADD
  * counts of every record, one row each, columns by ADD's names.
  */
 int cpu_fault__load(void *vst, const char *name, const struct table *t)

@@ -53,7 +53,7 @@ const struct family_verdict cpu_verdict = {
 	.add = cpu_fault__add,
 	.claims = cpu_claims,
 	.free = cpu_fault__free,
-	/* from a server: cpu_sum and the fault rule's state, ch_cpu_reports.c's SQL */
+	/* from a server: cpu_sum and the fault rule's state, cpu_sql.c's SQL */
 	.reads = "cpu_sum,cpu_fault_procs",
 	.load = cpu_fault__load,
 };

@@ -30,6 +30,7 @@ static const struct family_decode cublas_reading = {
 };
 
 static const struct family_stats cublas_stats = {
+	.ledger = &cublas_ledger,
 	.reports = cublas_reports,
 	.verdict = &cublas_verdict,
 };
@@ -42,6 +43,7 @@ const struct family family_cublas = {
 	.api = &cublas_table,
 	.losses = cublas_losses,
 	.export = &cublas_export,
+	.sql = &cublas_sql,
 	.record = &cublas_recording,
 	.decode = &cublas_reading,
 	.stats = &cublas_stats,

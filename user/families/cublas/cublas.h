@@ -40,8 +40,11 @@ enum cublas_group {
 extern const struct ucall_table cublas_table; /* cublas_api.c */
 extern const struct rec_decoder cublas_decoders[];
 extern const struct family_export cublas_export;    /* cublas_export.c */
+extern const struct family_sql cublas_sql;	    /* cublas_sql.c */
 extern const struct report *const cublas_reports[]; /* cublas_report.c */
 extern const struct family family_cublas;	    /* cublas.c */
 extern const struct family_verdict cublas_verdict;  /* cublas_verdict.c */
 
-#endif /* BPFSIGHT_CUBLAS_H */
+struct family_ledger;
+extern const struct family_ledger cublas_ledger; /* cublas_ledger.c: the ledger's feed */
+#endif						 /* BPFSIGHT_CUBLAS_H */

@@ -29,7 +29,7 @@ struct gemm_mfu_from {
 struct table;
 
 /*
- * F from table T, cublas_step_gemms' rows (ch_family_reports.c: a process's step and GEMM
+ * F from table T, cublas_step_gemms' rows (cublas_sql.c: a process's step and GEMM
  * type each, the steps in order): what the pass's emit sums. 0, or -EINVAL / -ENOMEM.
  */
 int cublas_mfu__load(struct gemm_mfu_from *f, const struct table *t);

@@ -148,6 +148,7 @@ static const struct family_decode cuda_reading = {
 };
 
 static const struct family_stats cuda_stats = {
+	.ledger = &cuda_ledger,
 	.reports = cuda_reports,
 	.page = &cuda_page,
 	.verdict = &cuda_verdict,
@@ -161,6 +162,7 @@ const struct family family_cuda = {
 	.api = &cuda_table,
 	.losses = cuda_losses,
 	.export = &cuda_export,
+	.sql = &cuda_sql,
 	.metrics = &cuda_metrics,
 	.top = &cuda_top,
 	.record = &cuda_recording,

@@ -46,6 +46,7 @@ extern const struct ucall_table cuda_table; /* cuda_api.c */
 extern const struct rec_decoder cuda_decoders[];
 extern const struct report *const cuda_reports[];
 extern const struct family_export cuda_export; /* cuda_export.c */
+extern const struct family_sql cuda_sql;       /* cuda_sql.c */
 /* nsys's ENUM_NSYS_EVENT_CLASS of CUDA calls, and their table (the gpu family adds rows). */
 #define CUDA_RUNTIME_CLASS 0 /* TRACE_PROCESS_EVENT_CUDA_RUNTIME */
 #define CUDA_DRIVER_CLASS  1 /* TRACE_PROCESS_EVENT_CUDA_DRIVER */
@@ -62,4 +63,6 @@ extern const struct top_family cuda_top;	 /* cuda_top.c */
 /* Its sources of steps for the per-step reports (cuda_step_src.c). */
 extern const struct family_steps cuda_step_sources[];
 
-#endif /* BPFSIGHT_CUDA_H */
+struct family_ledger;
+extern const struct family_ledger cuda_ledger; /* cuda_ledger.c: the ledger's feed */
+#endif					       /* BPFSIGHT_CUDA_H */

@@ -30,6 +30,7 @@ static const struct family_decode cudnn_reading = {
 };
 
 static const struct family_stats cudnn_stats = {
+	.ledger = &cudnn_ledger,
 	.reports = cudnn_reports,
 };
 

@@ -134,4 +134,6 @@ int cudnn__conv(const struct cudnn_walk *w, const struct bs_hdr *rec, struct cud
 const char *cudnn__status_name(__s32 s);
 const char *cudnn__desc_type_name(__s32 t);
 
-#endif /* BPFSIGHT_CUDNN_H */
+struct family_ledger;
+extern const struct family_ledger cudnn_ledger; /* cudnn_ledger.c: the ledger's feed */
+#endif						/* BPFSIGHT_CUDNN_H */

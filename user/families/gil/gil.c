@@ -531,6 +531,7 @@ static const struct family_decode gil_reading = {
 };
 
 static const struct family_stats gil_stats = {
+	.ledger = &gil_ledger,
 	.reports = gil_reports,
 	.verdict = &gil_verdict,
 	.page = &gil_page,
@@ -541,6 +542,7 @@ const struct family family_gil = {
 	.desc = "CPython GIL waits per thread and who held it (uprobes on glibc/libpython)",
 	.flags = FAMILY_STACKS_DEFAULT | FAMILY_UPROBES,
 	.export = &gil_export,
+	.sql = &gil_sql,
 	.top = &gil_top,
 	.metrics = &gil_metrics,
 	.record = &gil_recording,

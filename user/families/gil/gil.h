@@ -24,6 +24,7 @@ extern const struct family_cumulative gil_cumulative[];
 extern const struct report *const gil_reports[];
 extern const struct report gil_stacks;	      /* gil_stacks_report.c (--stacks=gil) */
 extern const struct family_export gil_export; /* gil_export.c */
+extern const struct family_sql gil_sql;	      /* gil_sql.c */
 extern const struct family family_gil;
 
 /* Its options (gil_options.c). */
@@ -49,4 +50,6 @@ extern const struct metrics_family gil_metrics; /* gil_metrics.c */
 extern const struct family_verdict gil_verdict; /* gil_verdict.c */
 extern const struct top_family gil_top;		/* gil_top.c */
 
+struct family_ledger;
+extern const struct family_ledger gil_ledger; /* gil_ledger.c: the ledger's feed */
 #endif

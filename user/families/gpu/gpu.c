@@ -63,6 +63,7 @@ const struct family family_gpu = {
 	.flags = FAMILY_SHIM,
 	.losses = gpu_losses,
 	.export = &gpu_export,
+	.sql = &gpu_sql,
 	.metrics = &gpu_metrics,
 	.top = &gpu_top,
 	.record = &gpu_recording,

@@ -18,6 +18,7 @@ extern const struct rec_decoder gpu_decoders[];	 /* gpu_decode.c */
 extern const struct report *const gpu_reports[]; /* gpu_report.c */
 extern const struct family_verdict gpu_verdict;	 /* gpu_verdict.c */
 extern const struct family_export gpu_export;	 /* gpu_export.c */
+extern const struct family_sql gpu_sql;		 /* gpu_sql.c */
 extern const struct family family_gpu;		 /* gpu.c */
 extern const struct family_shim gpu_shim;	 /* gpu_unpack.c */
 /* The launch join run again when a trace is read (shim_relink.c); its state a shim_relink. */

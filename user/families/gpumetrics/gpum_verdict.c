@@ -7,7 +7,7 @@
  * down (power or thermal caps, slowdowns) GPUM_THROTTLE_SAY of the time or more is said, with
  * why. Each cites gpu_metrics_sum.
  *
- * From a server (stats --from) the same numbers come as one row per device (ch_family_reports.c's
+ * From a server (stats --from) the same numbers come as one row per device (gpum_sql.c's
  * gpum_devices): the four metrics' counts and sums, the throttle reasons' times, its model.
  */
 #include <stdio.h>

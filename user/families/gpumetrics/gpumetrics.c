@@ -159,6 +159,7 @@ const struct family family_gpumetrics = {
 	.flags = FAMILY_OPT_IN,
 	.losses = gpum_losses,
 	.export = &gpum_export,
+	.sql = &gpumetrics_sql,
 	.metrics = &gpum_metrics_family,
 	.top = &gpum_top,
 	.record = &gpumetrics_recording,

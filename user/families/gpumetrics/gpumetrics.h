@@ -116,6 +116,7 @@ extern const struct rec_decoder gpum_decoders[];
 extern const struct report *const gpum_reports[];	/* gpum_step_report.c */
 extern const struct family_verdict gpum_verdict;	/* gpum_verdict.c */
 extern const struct family_export gpum_export;		/* gpumetrics_export.c */
+extern const struct family_sql gpumetrics_sql;		/* gpum_sql.c */
 extern const struct metrics_family gpum_metrics_family; /* gpum_metrics.c */
 extern const struct top_family gpum_top;		/* gpum_top.c */
 extern const struct page_family gpum_page;		/* gpum_page.c */

@@ -64,17 +64,20 @@ static void *open_kind(const char *out, const struct trace_meta *meta, int *err,
 	return st;
 }
 
-static void *heap_open(const char *out, const struct trace_meta *meta, int *err)
+static void *heap_open(const char *out, const struct trace_meta *meta,
+		       const struct export_opts *opts, int *err)
 {
 	return open_kind(out, meta, err, PROF_HEAP);
 }
 
-static void *peak_open(const char *out, const struct trace_meta *meta, int *err)
+static void *peak_open(const char *out, const struct trace_meta *meta,
+		       const struct export_opts *opts, int *err)
 {
 	return open_kind(out, meta, err, PROF_PEAK);
 }
 
-static void *leaks_open(const char *out, const struct trace_meta *meta, int *err)
+static void *leaks_open(const char *out, const struct trace_meta *meta,
+			const struct export_opts *opts, int *err)
 {
 	return open_kind(out, meta, err, PROF_LEAKS);
 }

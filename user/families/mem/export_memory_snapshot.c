@@ -152,7 +152,8 @@ static void snap_free(struct snap *s)
 	free(s);
 }
 
-static void *snap_open(const char *out, const struct trace_meta *meta, int *err)
+static void *snap_open(const char *out, const struct trace_meta *meta,
+		       const struct export_opts *opts, int *err)
 {
 	struct snap *s = calloc(1, sizeof(*s));
 	char *slash;

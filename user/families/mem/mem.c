@@ -179,6 +179,7 @@ const struct family family_mem = {
 		"resident growth by stack, OOMs (uprobes on c10, kmem:rss_stat)",
 	.flags = FAMILY_OPT_IN | FAMILY_STACKS_DEFAULT | FAMILY_UPROBES,
 	.export = &mem_export,
+	.sql = &mem_sql,
 	.metrics = &mem_metrics,
 	.top = &mem_top,
 	.record = &mem_recording,

@@ -50,7 +50,11 @@ extern const struct page_family mem_page;	/* mem_page.c */
 extern const struct family family_mem;
 
 /* Its export hooks, and the format of its own (docs/EXPORT.md, "Memory"). */
-extern const struct family_export mem_export;	     /* mem_export.c */
+extern const struct family_export mem_export;		 /* mem_export.c */
+extern const struct family_sql mem_sql;			 /* mem_sql.c */
+extern const struct ch_report ch_mem_peak, ch_mem_leaks; /* mem_peak_sql.c, mem_leaks_sql.c */
+/* What mem_leaks in the server needs of a file past its events' rows (EX_ROWS). */
+extern const struct ex_rows mem_rows;		     /* mem_rows.c */
 extern const struct exporter export_memory_snapshot; /* export_memory_snapshot.c */
 /* export_mem_profiles.c: the heap profile and the flame graphs, by allocation stack */
 extern const struct exporter export_pprof_heap, export_memory_flamegraph,

@@ -120,7 +120,7 @@ static int decode_alloc(const struct bs_hdr *rec, const struct trace_model *m, s
 	if (walked)
 		event__arg_u64(ev, "live", w->last_live);
 	/* made while the recorder attached, before it took stacks: a site of its own, counted
-	 * once (mem_alloc__weight), which the server's mem_peak reads (ch_mem_peak.c) */
+	 * once (mem_alloc__weight), which the server's mem_peak reads (mem_peak_sql.c) */
 	if (!is_free && r->flags & BS_MEM_EARLY)
 		event__arg_bool(ev, "early", 1);
 	if (!is_free && r->sample_rate) { /* its stack by sampled bytes (--mem-sample-rate) */

@@ -4,7 +4,7 @@
  * process's steps (steps.h) where it has MEM_GROW_MIN_STEPS of them, else the passes of its
  * loop (mem_period.h), else MEM_GROW_WINDOWS windows of its allocations; those up to its last
  * allocation made before stacks were taken dropped. Computed by mem_leaks for stats FILE and
- * once at render time for the server (mem_ch_rows.c: `mem_leak_steps` rows), one code for both.
+ * once at render time for the server (mem_rows.c: `mem_leak_steps` rows), one code for both.
  */
 #ifndef BPFSIGHT_MEM_LEAK_BOUNDS_H
 #define BPFSIGHT_MEM_LEAK_BOUNDS_H

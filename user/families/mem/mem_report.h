@@ -11,8 +11,6 @@
 
 extern const struct report mem_sum, mem_peak, mem_leaks, mem_growth;
 extern const struct family_verdict mem_verdict;
-/* What mem_leaks in the server needs of a file past its events' rows (mem_ch_rows.c). */
-extern const struct verdict_ch_rows mem_ch_rows;
 
 /* What a site without a stack is called in the reports (a note under them says why). */
 #define MEM_NO_STACK "(no stack)"

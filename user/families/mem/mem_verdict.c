@@ -387,8 +387,7 @@ const struct family_verdict mem_verdict = {
 	.add = rules__add,
 	.claims = rules__claims,
 	.free = rules__free,
-	/* mem_peak and mem_leaks are computed in the server too: ch_mem_peak.c, ch_mem_leaks.c */
+	/* mem_peak and mem_leaks are computed in the server too: mem_peak_sql.c, mem_leaks_sql.c */
 	.reads = "mem_ooms,mem_devices,mem_peak,mem_leaks",
 	.load = rules__load,
-	.ch_rows = &mem_ch_rows,
 };

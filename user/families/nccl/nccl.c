@@ -99,6 +99,7 @@ static const struct family_decode nccl_reading = {
 };
 
 static const struct family_stats nccl_stats = {
+	.ledger = &nccl_ledger,
 	.reports = nccl_reports,
 	.verdict = &nccl_verdict,
 };
@@ -111,6 +112,7 @@ const struct family family_nccl = {
 	.stack_call_key = "nccl_call",
 	.losses = nccl_losses,
 	.export = &nccl_export,
+	.sql = &nccl_sql,
 	.metrics = &nccl_metrics,
 	.record = &nccl_recording,
 	.decode = &nccl_reading,

@@ -50,6 +50,8 @@ extern const struct ucall_table nccl_table; /* nccl_api.c */
 extern const struct rec_decoder nccl_decoders[];
 extern const struct report *const nccl_reports[];
 extern const struct family_export nccl_export;	 /* nccl_export.c */
+extern const struct family_sql nccl_sql;	 /* nccl_sql.c */
+extern const struct ch_report ch_nccl_rank_sum;	 /* nccl_rank_sql.c */
 extern const struct family family_nccl;		 /* nccl.c */
 extern const struct family_sync nccl_sync;	 /* nccl_sync.c */
 extern const struct report nccl_hang_report;	 /* nccl_hang_report.c */
@@ -121,4 +123,6 @@ int nccl__decode(const struct bs_hdr *rec, const struct trace_model *m, const st
 
 extern const struct metrics_family nccl_metrics; /* nccl_metrics.c */
 
-#endif /* BPFSIGHT_NCCL_H */
+struct family_ledger;
+extern const struct family_ledger nccl_ledger; /* nccl_ledger.c: the ledger's feed */
+#endif					       /* BPFSIGHT_NCCL_H */

@@ -307,7 +307,7 @@ static void hang_claims(void *loaded, struct verdict *v)
 	}
 }
 
-/* From a server, what the report's pass keeps (ch_hang_states.c's nccl_hang_state); the
+/* From a server, what the report's pass keeps (nccl_sql.c's nccl_hang_state); the
  * snapshots the rule reads are the model's (stats --from puts them there). */
 static int hang_rule_load(void *st, const char *name, const struct table *t)
 {

@@ -399,6 +399,7 @@ static const struct family_decode osrt_reading = {
 };
 
 static const struct family_stats osrt_stats = {
+	.ledger = &osrt_ledger,
 	.reports = osrt_reports,
 	.verdict = &osrt_verdict,
 	.page = &osrt_page,
@@ -415,6 +416,7 @@ const struct family family_osrt = {
 	.desc = "system call latency (raw_syscalls tracepoints)",
 	.losses = osrt_losses,
 	.export = &osrt_export,
+	.sql = &osrt_sql,
 	.metrics = &osrt_metrics,
 	.top = &osrt_top,
 	.record = &osrt_recording,

@@ -10,6 +10,7 @@ extern const struct rec_decoder osrt_decoders[];
 extern const struct family_cumulative osrt_cumulative[];
 extern const struct report *const osrt_reports[];
 extern const struct family_export osrt_export; /* osrt_export.c */
+extern const struct family_sql osrt_sql;       /* osrt_sql.c */
 extern const struct family family_osrt;
 
 /* Its options (osrt_options.c). */
@@ -31,4 +32,6 @@ extern const struct metrics_family osrt_metrics; /* osrt_metrics.c */
 extern const struct family_verdict osrt_verdict; /* osrt_verdict.c */
 extern const struct top_family osrt_top;	 /* osrt_top.c */
 
+struct family_ledger;
+extern const struct family_ledger osrt_ledger; /* osrt_ledger.c: the ledger's feed */
 #endif

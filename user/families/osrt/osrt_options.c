@@ -54,7 +54,7 @@ int osrt_blocked(const struct record_opts *o, const char **why)
 
 	for_each_family(it)
 		if (it.f == &family_osrt)
-			named = o->families_explicit && (o->families & (1ull << it.i));
+			named = !!(o->families_named & (1ull << it.i)); /* -t osrt, -t +osrt */
 	if (oo->mode != OSRT_MODE_AUTO) {
 		*why = "--osrt-mode";
 		return oo->mode == OSRT_MODE_BLOCKED;

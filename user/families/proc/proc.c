@@ -50,6 +50,7 @@ static const struct family_decode proc_reading = {
 };
 
 static const struct family_stats proc_stats = {
+	.ledger = &proc_ledger,
 	.reports = proc_reports,
 	.verdict = &proc_verdict,
 };
@@ -59,6 +60,7 @@ const struct family family_proc = {
 	.desc = "process and thread lifecycle and names (always on)",
 	.flags = FAMILY_ALWAYS,
 	.export = &proc_export,
+	.sql = &proc_sql,
 	.record = &proc_recording,
 	.decode = &proc_reading,
 	.stats = &proc_stats,

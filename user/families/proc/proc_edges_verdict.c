@@ -245,7 +245,7 @@ static void edges_rule_free(void *st)
 	proc_edges__free(st);
 }
 
-/* From a server, what the report's pass keeps (ch_hang_states.c's open_at_edges_state); the
+/* From a server, what the report's pass keeps (proc_sql.c's open_at_edges_state); the
  * snapshots the rules read are the model's (stats --from puts them there). */
 static int edges_rule_load(void *st, const char *name, const struct table *t)
 {

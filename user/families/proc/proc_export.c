@@ -10,11 +10,16 @@
  *   BPFSIGHT_PROCESSES    one row per process: its latest snapshot, named at the end as stats
  *                         names it
  *   BPFSIGHT_PROC_EVENTS  fork, clone_thread, exec, exit, comm: what happened to a thread
+ *
+ * The rows (EX_ROWS, ClickHouse): a user stack's call, line, site (proc_stack_keys).
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include "export_model.h"
+#include "frame_sum.h"
 #include "proc.h"
+#include "stack_call.h"
 
 static const struct ex_column loss_cols[] = {
 	EXC_INT_NN("ts"), EXC_TEXT_NN("cause"), EXC_INT_NN("causeId"), EXC_INT_NN("count"), { 0 },
@@ -195,10 +200,57 @@ static int proc_finish(struct ex_sink *s, void *st)
 	return err;
 }
 
+/* FR's place in S, 1-based; 0 for none. */
+static unsigned frame_index(const struct trace_stack *s, const struct bs_frame *fr)
+{
+	return fr && s ? (unsigned)(fr - s->frames) + 1 : 0;
+}
+
+/*
+ * The rows (EX_ROWS): what the server's reports read of a user stack beside its frames, on its
+ * `stack` row: rank_waits groups by the call it is in (stack_call__in, cut where the report
+ * cuts it: 63 bytes) and its line in the job's own code (`own`, frame_sum__own_site);
+ * gil_stacks and offcpu_stacks sum it under the frames frame_sum does: that line (`site`) and
+ * the library's line beside it (`via`), their 1-based places in its frames, left out when
+ * none. The hang's and the edges' rules say a thread's line as stack_call__where does:
+ * `where`, when it is not `own` (a stack in the interpreter's library only).
+ */
+static void proc_stack_keys(struct ex_sink *s, void *st, const struct trace_stack *stack,
+			    int kernel)
+{
+	const struct trace_model *m = s->model;
+	const struct bs_frame *via, *own;
+	char call[64], at[256] = "", where[320];
+
+	(void)st;
+	if (kernel)
+		return;
+	own = frame_sum__own_site(stack, m, &via);
+	if (stack && stack_call__in(stack, m, call, sizeof(call)))
+		ex_key(s, "call", EX_V_TEXT(call));
+	if (own)
+		ex_key(s, "own", EX_V_TEXT(stack_call__frame(own, m, at, sizeof(at))));
+	if (strcmp(stack_call__where(stack, m, where, sizeof(where)), at))
+		ex_key(s, "where", EX_V_TEXT(where));
+	if (frame_index(stack, own))
+		ex_key(s, "site", EX_V_UINT(frame_index(stack, own)));
+	if (frame_index(stack, via))
+		ex_key(s, "via", EX_V_UINT(frame_index(stack, via)));
+}
+
+static const struct ex_rows proc_rows = {
+	.new = proc_ledger_rows__new,
+	.free = proc_ledger_rows__free,
+	.record = proc_ledger_rows__record,
+	.end = proc_ledger_rows__end,
+	.stack = proc_stack_keys,
+};
+
 const struct family_export proc_export = {
 	.tables = proc_tables,
 	.open = proc_open,
 	.free = free,
 	.record = proc_record,
 	.finish = proc_finish,
+	.rows = &proc_rows,
 };

@@ -169,7 +169,9 @@ const struct rec_decoder proc_decoders[] = {
 	{ 0 },
 };
 
-extern const struct report ranks_report; /* ranks_report.c */
+extern const struct report ranks_report;  /* ranks_report.c */
+extern const struct report ledger_report; /* ledger_report.c */
 
-const struct report *const proc_reports[] = { &ranks_report, &open_at_edges_report,
-					      &rank_waits_report, &py_unread_report, NULL };
+const struct report *const proc_reports[] = { &ranks_report,	  &open_at_edges_report,
+					      &rank_waits_report, &ledger_report,
+					      &py_unread_report,  NULL };

@@ -64,7 +64,7 @@ static void sched_write_at_stop(struct record_ctx *ctx, struct sched_bpf *skel)
 {
 	struct bpf_link **stop[] = {
 		&skel->links.sched_switch_btf,	  &skel->links.sched_switch_taskstate_btf,
-		&skel->links.sched_switch_tw_btf, &skel->links.sched_wakeup_btf,
+		&skel->links.sched_switch_tw_btf, &skel->links.sched_waking_btf,
 		&skel->links.sched_sys_exit_btf,  &skel->links.sched_exit_btf
 	};
 	int open = record_opts__edges(ctx->opts) && ctx->ended_ns;
@@ -187,6 +187,7 @@ static const struct family_decode sched_reading = {
 };
 
 static const struct family_stats sched_stats = {
+	.ledger = &sched_ledger,
 	.reports = sched_reports,
 	.verdict = &sched_verdict,
 	.page = &sched_page,
@@ -194,14 +195,15 @@ static const struct family_stats sched_stats = {
 
 const struct family family_sched = {
 	.name = "sched",
-	.desc = "off-CPU intervals: blocked vs runnable, wakers (sched_switch, sched_wakeup)",
+	.desc = "off-CPU intervals: blocked vs runnable, wakers (sched_switch, sched_waking)",
 	/* --stacks=sched: blocks of 1 ms or more. A stack costs a few us here: at most a few
 	 * tenths of a percent of the time the thread was off the CPU anyway, and at most 1000
 	 * stacks a second per thread. On by default when attaching (-p): where a running job's
 	 * thread waits (its next batch, a collective) is the verdict's first question. */
-	.flags = FAMILY_STACKS_DEFAULT | FAMILY_STACKS_DEFAULT_ATTACH,
+	.flags = FAMILY_STACKS_DEFAULT | FAMILY_STACKS_DEFAULT_ATTACH | FAMILY_TIMELINE,
 	.losses = sched_losses,
 	.export = &sched_export,
+	.sql = &sched_sql,
 	.metrics = &sched_metrics,
 	.record = &sched_recording,
 	.decode = &sched_reading,

@@ -13,10 +13,13 @@ struct trace_model;
 /* O's run slice before it (oncpu_ns) inside the recording only: sched_report.c. */
 __u64 sched__oncpu_in(const struct bs_offcpu *o, const struct trace_model *m);
 extern const struct family_export sched_export; /* sched_export.c */
+extern const struct family_sql sched_sql;	/* sched_sql.c */
 extern const struct family family_sched;
 extern const struct page_family sched_page; /* sched_page.c */
 
 extern const struct metrics_family sched_metrics; /* sched_metrics.c */
 extern const struct family_verdict sched_verdict; /* sched_verdict.c */
 
+struct family_ledger;
+extern const struct family_ledger sched_ledger; /* sched_ledger.c: the ledger's feed */
 #endif

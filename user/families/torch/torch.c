@@ -305,6 +305,7 @@ static const struct family_decode torch_reading = {
 };
 
 static const struct family_stats torch_stats = {
+	.ledger = &torch_ledger,
 	.reports = torch_reports,
 	.page = &torch_page,
 	.steps = torch_step_sources,
@@ -321,6 +322,7 @@ const struct family family_torch = {
 	 */
 	.flags = FAMILY_OPT_IN | FAMILY_STACKS_EVERY | FAMILY_SHIM,
 	.export = &torch_export,
+	.sql = &torch_sql,
 	.record = &torch_recording,
 	.decode = &torch_reading,
 	.stats = &torch_stats,

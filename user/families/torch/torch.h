@@ -58,10 +58,13 @@ extern const struct rec_decoder torch_decoders[];  /* torch_decode.c */
 extern const struct report *const torch_reports[]; /* torch_op_report.c */
 extern const struct report torch_step_sum;	   /* torch_step_report.c */
 extern const struct family_export torch_export;	   /* torch_export.c */
+extern const struct family_sql torch_sql;	   /* torch_input_sql.c */
 extern const struct page_family torch_page;	   /* torch_page.c */
 extern const struct family family_torch;	   /* torch.c */
 
 /* Its sources of steps for the per-step reports (torch_step_src.c). */
 extern const struct family_steps torch_step_sources[];
 
-#endif /* BPFSIGHT_TORCH_H */
+struct family_ledger;
+extern const struct family_ledger torch_ledger; /* torch_ledger.c: the ledger's feed */
+#endif						/* BPFSIGHT_TORCH_H */

@@ -36,6 +36,7 @@
 #include "hmap.h"
 #include "torch.h"
 #include "torch_flops.h"
+#include "torch_input.h"
 
 static const struct ex_column ops_cols[] = {
 	EXC_INT_NN("start"),
@@ -278,6 +279,11 @@ static int torch_record(struct ex_sink *s, void *st, const struct bs_hdr *rec,
 	return err ? err : 1;
 }
 
+/* The rows (EX_ROWS): what the input-bound rule reads of a stack (torch_input_from.c). */
+static const struct ex_rows torch_ex_rows = {
+	.stack = torch_input__stack_keys,
+};
+
 const struct family_export torch_export = {
 	.tables = torch_tables,
 	.open = torch_open,
@@ -285,4 +291,5 @@ const struct family_export torch_export = {
 	.observe = torch_observe,
 	.record = torch_record,
 	.op_at = torch_op_at,
+	.rows = &torch_ex_rows,
 };

@@ -45,9 +45,9 @@ extern const struct bs_frame torch_input__loop;
 /* Site F's text into BUF (INPUT_SITE_LEN) and its function's key into FUNC (INPUT_FUNC_LEN). */
 void torch_input__site(const struct bs_frame *f, const struct trace_model *m, char *buf,
 		       char *func);
-/* What the rule reads of stack S (loader, wfunc, wsite): its stack row's args in the server. */
-void torch_input__stack_args(const struct trace_stack *s, const struct trace_model *m,
-			     struct json *j);
+struct ex_sink;
+/* What the rule reads of stack S (loader, wfunc, wsite): keys on its row (struct ex_rows). */
+void torch_input__stack_keys(struct ex_sink *x, void *st, const struct trace_stack *s, int kernel);
 /* The server's state table T (torch_input_waits) as rows, by model M's DataLoader workers:
  * malloc'd array of *N, NULL with *N 0 when none or out of memory. */
 struct input_row *torch_input__rows_of(const struct table *t, const struct trace_model *m,

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * torch's input-bound rule fed from a server (stats --from, torch_input.h): what the rule
- * reads of each stack goes with the stack's row (export --format clickhouse: `loader`, the
- * worker's `wfunc` and `wsite`, beside the `own` line every user stack's row has), and the
- * server sums the off-CPU time and CPU samples by thread and stack (ch_verdict.c's
+ * reads of each stack goes with the stack's row (the export model's EX_ROWS, torch_export.c:
+ * `loader`, the worker's `wfunc` and `wsite`, beside the `own` line every user stack's row
+ * has), and the
+ * server sums the off-CPU time and CPU samples by thread and stack (torch_input_sql.c's
  * torch_input_waits). Here those sums become the rule's rows as its ADD would have: a
  * DataLoader worker's main thread's blocks and samples at its site, another thread's off-CPU
  * time inside the DataLoader's __next__ at its own line.
@@ -11,24 +12,29 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "json.h"
+#include "export_model.h"
 #include "table.h"
 #include "torch_input.h"
 #include "trace_model.h"
 
-void torch_input__stack_args(const struct trace_stack *s, const struct trace_model *m,
-			     struct json *j)
+void torch_input__stack_keys(struct ex_sink *x, void *st, const struct trace_stack *s, int kernel)
 {
-	const struct bs_frame *site = torch_input__worker_site(s, m);
+	const struct trace_model *m = x->model;
+	const struct bs_frame *site;
 	char text[INPUT_SITE_LEN], func[INPUT_FUNC_LEN];
 
+	(void)st;
+	(void)kernel;
+	if (!s)
+		return;
 	if (torch_input__in_loader(s, m))
-		json__kv_u64(j, "loader", 1);
+		ex_key(x, "loader", EX_V_UINT(1));
+	site = torch_input__worker_site(s, m);
 	if (!site)
 		return;
 	torch_input__site(site, m, text, func);
-	json__kv_str(j, "wfunc", func);
-	json__kv_str(j, "wsite", text);
+	ex_key(x, "wfunc", EX_V_TEXT(func));
+	ex_key(x, "wsite", EX_V_TEXT(text));
 }
 
 /* Row R's string in column C ("" for none). */

@@ -10,9 +10,10 @@
  * From a server (stats --from) the same sums come as one table (torch_input_from.c), by stack
  * and thread; the claims read rows either way (torch_input.h).
  *
- * What it counts is a lower bound of the wait: the blocks of at least the stack threshold
- * (1 ms) and the wake-up after each; the CPU time inside the iterator (unpickling a batch)
- * and preemptions there carry no stack.
+ * With the ledger (ledger.h: a pass over a file with sched's timeline) the wait is its account
+ * of the trainer's time inside the iterator: blocked, on a CPU there (unpickling a batch) and
+ * ready to run there. Without it (a server's answers) what it counts is a lower bound: the
+ * blocks of at least the stack threshold (1 ms) and the wake-up after each.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -28,6 +29,7 @@
 #include "torch.h"
 #include "torch_input.h"
 #include "trace_model.h"
+#include "ledger.h"
 #include "verdict.h"
 
 #define INPUT_SHARE  0.30	  /* of the trainer thread's time, waiting for batches */
@@ -336,11 +338,22 @@ static void input_rule__claims(void *vst, struct verdict *v)
 		st->from ? torch_input__rows_of(st->from, m, &nrows) : rows_of_pass(st, m, &nrows);
 	struct thread_waits *t = rows ? by_thread(rows, nrows, &n) : NULL;
 
+	const struct ledger *l = verdict__state(v, "ledger");
+
 	for (size_t i = 0; t && i < n; i++) {
 		__u32 pid = (__u32)(t[i].thread >> 32), tid = (__u32)t[i].thread;
 		__u64 life = verdict__life(v, pid, tid);
-		double share = life ? (double)t[i].ns / life : 0;
+		double share;
 		char who[128], d1[32], d2[32];
+
+		/*
+		 * The ledger's account when it has one: also its time on a CPU inside the iterator
+		 * (unpickling a batch), its waits too short for a stack, and its waits for a CPU
+		 * there, which the trainer's own clock counts in the time its next() took.
+		 */
+		if (l && ledger__has_timeline(l) && ledger__time_in(l, pid, tid, LEDGER_INPUT))
+			t[i].ns = ledger__time_in(l, pid, tid, LEDGER_INPUT);
+		share = life ? (double)t[i].ns / life : 0;
 
 		if (!life || share < 0.05)
 			continue;
@@ -376,5 +389,4 @@ const struct family_verdict torch_verdict = {
 	.free = input_rule__free,
 	.reads = "torch_input_waits,sched_sum",
 	.load = input_rule__load,
-	.stack_args = torch_input__stack_args,
 };

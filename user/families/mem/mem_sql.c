@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * The state mem's rules keep over every record (mem_verdict.c), as SQL in what ClickHouse
- * 18.16 runs (ch_verdict.h): the OOMs per process and device, and the caching allocator's
- * peak totals per process and device, what stats --from's verdict loads in their place.
- * The OOM's peak detail reads mem_peak and the leak rule mem_leaks, reports computed there
- * (ch_mem_peak.c, ch_mem_leaks.c).
+ * mem's reports and rules' inputs as SQL in the server (stats --from, docs/CLICKHOUSE.md):
+ * mem_peak (mem_peak_sql.c), mem_leaks (mem_leaks_sql.c), and the state mem's rules keep
+ * over every record (mem_verdict.c): the OOMs per process and device, and the caching
+ * allocator's peak totals per process and device, what stats --from's verdict loads in their
+ * place. The OOM's peak detail reads mem_peak and the leak rule mem_leaks.
  */
+#include "ch_reports.h"
 #include "ch_sql.h"
-#include "ch_verdict.h"
+#include "mem.h"
 
 /*
  * The OOM rule per process and device (its `mem_oom` rows): how many, and the largest asked
@@ -24,7 +25,7 @@ static const struct ch_col ch_mem_ooms_cols[] = {
 	{},
 };
 
-const struct ch_report ch_mem_ooms = {
+static const struct ch_report ch_mem_ooms = {
 	.name = "mem_ooms",
 	.cols = ch_mem_ooms_cols,
 	.sql = "SELECT " CH_NS_ID(
@@ -37,8 +38,8 @@ const struct ch_report ch_mem_ooms = {
 		       "groupArray(seq)) AS a, arraySort((x, s) -> s, groupArray(visitParamExtractUInt(args, "
 		       "'reserved')), groupArray(seq)) AS r FROM " CH_DB
 		       ".events WHERE {W} AND kind = "
-		       "'mem_oom' GROUP BY file_id, pid, device) ANY LEFT JOIN (" CH_PROC_NS
-		       ") USING file_id, pid)) ORDER BY xpid, device FORMAT TabSeparated",
+		       "'mem_oom' GROUP BY file_id, pid, device) AS lhs ANY LEFT JOIN (" CH_PROC_NS
+		       ") AS js1 USING file_id, pid)) ORDER BY xpid, device FORMAT TabSeparated",
 	.needs = "mem_oom", /* the OOMs by process */
 };
 
@@ -55,7 +56,7 @@ static const struct ch_col ch_mem_devices_cols[] = {
 	{},
 };
 
-const struct ch_report ch_mem_devices = {
+static const struct ch_report ch_mem_devices = {
 	.name = "mem_devices",
 	.cols = ch_mem_devices_cols,
 	.sql = "SELECT " CH_NS_ID(
@@ -64,8 +65,26 @@ const struct ch_report ch_mem_devices = {
 		       "visitParamExtractUInt(args, 'allocated') AS al, visitParamExtractUInt(args, "
 		       "'reserved') AS re FROM " CH_DB
 		       ".events WHERE {W} AND kind IN ('mem_alloc', "
-		       "'mem_oom') AND position(args, '\"reserved\":') > 0) ANY LEFT JOIN (" CH_PROC_NS
-		       ") USING file_id, pid) GROUP BY xpid, device ORDER BY xpid, device FORMAT "
+		       "'mem_oom') AND position(args, '\"reserved\":') > 0) AS lhs ANY LEFT JOIN (" CH_PROC_NS
+		       ") AS js2 USING file_id, pid) GROUP BY xpid, device ORDER BY xpid, device FORMAT "
 		       "TabSeparated",
 	.needs = "mem_alloc,mem_oom", /* the totals by device */
+};
+
+static const struct ch_report *const mem_sql_reports[] = {
+	&ch_mem_peak,
+	&ch_mem_leaks,
+	NULL,
+};
+
+static const struct ch_report *const mem_sql_inputs[] = {
+	&ch_mem_ooms,
+	&ch_mem_devices,
+	NULL,
+};
+
+/* mem's SQL (struct family.sql). */
+const struct family_sql mem_sql = {
+	.reports = mem_sql_reports,
+	.inputs = mem_sql_inputs,
 };

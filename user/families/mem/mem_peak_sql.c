@@ -17,6 +17,7 @@
  */
 #include "ch_reports.h"
 #include "ch_sql.h"
+#include "mem.h"
 
 static const struct ch_col ch_mem_peak_cols[] = {
 	{ "pid", "PID", 'u' },
@@ -78,8 +79,10 @@ static const struct ch_col ch_mem_peak_cols[] = {
 	"* (1 - x / 2 * (1 - x / 3 * (1 - x / 4 * (1 - x / 5 * (1 - x / 6 * (1 - x / 7)))))), 1 "  \
 	"- exp(0 - x)))))) AS w, if(early, toUInt64(0), visitParamExtractUInt(a, 'stack_id')) AS " \
 	"sid FROM (SELECT file_id, file, pid, device, addr, peak, pseq, pts, dfirst, "             \
-	"argMax((fr, seq, ts, tid, args), seq) AS last FROM (" CH_MEM_RECS ") ANY INNER JOIN ("    \
-	"" CH_MEM_PEAKS ") USING file_id, file, pid, device WHERE seq <= pseq GROUP BY file_id, "  \
+	"argMax((fr, seq, ts, tid, args), seq) AS last FROM (" CH_MEM_RECS                         \
+	") AS lhs ALL INNER JOIN ("                                                                \
+	"" CH_MEM_PEAKS                                                                            \
+	") AS jp1 USING file_id, file, pid, device WHERE seq <= pseq GROUP BY file_id, "           \
 	"file, pid, device, addr, peak, pseq, pts, dfirst) WHERE tupleElement(last, 1) = 0 AND w " \
 	"> 0"
 
@@ -87,12 +90,12 @@ static const struct ch_col ch_mem_peak_cols[] = {
  * torch's ops (mem_peak_report.c keeps those recorded after the file's first allocation):
  * their thread, depth, start, end and name.
  */
-#define CH_MEM_OP_ROWS                                                                             \
-	"SELECT * FROM (SELECT file_id, file, seq, tid AS etid, visitParamExtractUInt(args, "      \
-	"'depth') AS dep, ts AS os, ts + toInt64(dur) AS oe, name AS oname FROM " CH_DB ".events " \
-	"WHERE {W} AND kind = 'torch_op') ANY INNER JOIN (SELECT file_id, min(seq) AS afirst "     \
-	"FROM " CH_DB ".events WHERE {W} AND kind = 'mem_alloc' AND name = 'alloc' AND "           \
-	"visitParamExtractUInt(args, 'bytes') > 0 GROUP BY file_id) USING file_id WHERE seq > "    \
+#define CH_MEM_OP_ROWS                                                                                 \
+	"SELECT * FROM (SELECT file_id, file, seq, tid AS etid, visitParamExtractUInt(args, "          \
+	"'depth') AS dep, ts AS os, ts + toInt64(dur) AS oe, name AS oname FROM " CH_DB ".events "     \
+	"WHERE {W} AND kind = 'torch_op') AS lhs ALL INNER JOIN (SELECT file_id, min(seq) AS afirst "  \
+	"FROM " CH_DB ".events WHERE {W} AND kind = 'mem_alloc' AND name = 'alloc' AND "               \
+	"visitParamExtractUInt(args, 'bytes') > 0 GROUP BY file_id) AS jp2 USING file_id WHERE seq > " \
 	"afirst"
 
 /* Each thread's ops of one depth numbered by start (k, from 1), the longer first. */
@@ -103,16 +106,21 @@ static const struct ch_col ch_mem_peak_cols[] = {
 	"file_id, file, etid, dep) ARRAY JOIN ol AS o, arrayEnumerate(ol) AS kk"
 
 /* Each block with its site: 0 no stack, 1 before stacks, 2 a line (kf, kv: its frames). */
+#define CH_MEM_SITED_COLS                                                                          \
+	"file_id, file, pid, device, peak, pts, dfirst, eseq, bytes, w, sclass, kf, kv, sname, "   \
+	"spath, skind, sline, vname, vpath, vkind, vline"
 #define CH_MEM_SITED                                                                               \
-	"SELECT *, if(early, 1, if(sfid > 0, 2, 0)) AS sclass, if(sclass = 2, sfid, toUInt64(0)) " \
-	"AS kf, if(sclass = 2, vfid, toUInt64(0)) AS kv FROM (" CH_MEM_SITES ") ALL RIGHT JOIN ("  \
-	"" CH_MEM_LIVE ") USING file_id, sid"
+	"SELECT file_id, file, pid, device, peak, pts, dfirst, eseq, bytes, w, if(early, 1, "      \
+	"if(sfid > 0, 2, 0)) AS sclass, if(sclass = 2, sfid, toUInt64(0)) AS kf, if(sclass = 2, "  \
+	"vfid, toUInt64(0)) AS kv, sname, spath, skind, sline, vname, vpath, vkind, vline FROM ("  \
+	"" CH_MEM_SITES ") AS lhs ALL RIGHT JOIN (" CH_MEM_LIVE ") AS jp3 USING file_id, sid"
 
 /* Each site's first block in the file's order: mem_sites numbers them as first met. */
 #define CH_MEM_SITE_ORDER                                                                          \
 	"SELECT file_id, if(early, 1, if(sfid > 0, 2, 0)) AS sclass, if(sclass = 2, sfid, "        \
 	"toUInt64(0)) AS kf, if(sclass = 2, vfid, toUInt64(0)) AS kv, min(eseq) AS sfirst FROM ("  \
-	"" CH_MEM_LIVE ") ANY LEFT JOIN (" CH_MEM_SITE_IDS ") USING file_id, sid GROUP BY "        \
+	"" CH_MEM_LIVE ") AS lhs ANY LEFT JOIN (" CH_MEM_SITE_IDS                                  \
+	") AS jp4 USING file_id, sid GROUP BY "                                                    \
 	"file_id, sclass, kf, kv"
 
 /*
@@ -128,16 +136,20 @@ static const struct ch_col ch_mem_peak_cols[] = {
 	"FROM (SELECT file_id, file, etid, dep, arraySort(groupArray((t, typ, ne, eseq))) AS ev "  \
 	"FROM (SELECT file_id, file, etid, dep, os AS t, toUInt8(0) AS typ, 0 - oe AS ne, "        \
 	"toUInt64(0) AS eseq FROM (" CH_MEM_OP_ROWS ") UNION ALL SELECT file_id, file, etid, "     \
-	"dep, ets AS t, toUInt8(1) AS typ, toInt64(0) AS ne, eseq FROM (" CH_MEM_LIVE ") ALL "     \
-	"INNER JOIN (SELECT DISTINCT file_id, file, etid, dep FROM (" CH_MEM_OP_ROWS ")) USING "   \
+	"dep, ets AS t, toUInt8(1) AS typ, toInt64(0) AS ne, eseq FROM (" CH_MEM_LIVE              \
+	") AS lhs ALL "                                                                            \
+	"INNER JOIN (SELECT DISTINCT file_id, file, etid, dep FROM (" CH_MEM_OP_ROWS               \
+	")) AS jp5 USING "                                                                         \
 	"file_id, file, etid) GROUP BY file_id, file, etid, dep) ARRAY JOIN ev AS e, "             \
 	"arrayCumSum(arrayMap(x -> toUInt64(tupleElement(x, 2) = 0), ev)) AS kk WHERE "            \
-	"tupleElement(e, 2) = 1 AND kk > 0) ANY INNER JOIN (" CH_MEM_OPS_NUMBERED ") USING "       \
+	"tupleElement(e, 2) = 1 AND kk > 0) AS lhs ALL INNER JOIN (" CH_MEM_OPS_NUMBERED           \
+	") AS jp6 USING "                                                                          \
 	"file_id, file, etid, dep, k WHERE oe > t) GROUP BY file_id, eseq"
 
 /* Each block with the innermost op around it (its name, '' for none). */
 #define CH_MEM_OPPED                                                                               \
-	"SELECT * FROM (" CH_MEM_OP_OF ") ALL RIGHT JOIN (" CH_MEM_SITED ") USING file_id, eseq"
+	"SELECT " CH_MEM_SITED_COLS ", opname FROM (" CH_MEM_OP_OF ") AS lhs ALL RIGHT JOIN ("     \
+	"" CH_MEM_SITED ") AS jp7 USING file_id, eseq"
 
 /* Per file, device, site and op: the blocks' bytes and count. */
 #define CH_MEM_PEAK_ROWS                                                                           \
@@ -152,30 +164,31 @@ static const struct ch_col ch_mem_peak_cols[] = {
  * namespace, its name (NULL: none), and its file's clock shift (the `trace_window` row's: the
  * peak's time on CLOCK_MONOTONIC, as stats shows it).
  */
-#define CH_MEM_PROCS                                                                               \
-	"SELECT * FROM (SELECT file_id, file, pid, any(" CH_NAMES_NS ") AS ns, "                   \
-	"if(countIf(position(args, '\"process\":') > 0) > 0, anyIf(visitParamExtractString(args, " \
-	"'process'), position(args, '\"process\":') > 0), NULL) AS process FROM " CH_DB            \
-	".events WHERE {J} AND kind = 'thread_names' GROUP BY file_id, file, pid) ANY LEFT JOIN "  \
-	"(SELECT file_id, visitParamExtractInt(args, 'clock_shift') AS shift FROM " CH_DB          \
-	".events WHERE {J} AND kind = 'trace_window') USING file_id"
+#define CH_MEM_PROCS                                                                                     \
+	"SELECT * FROM (SELECT file_id, file, pid, any(" CH_NAMES_NS ") AS ns, "                         \
+	"if(countIf(position(args, '\"process\":') > 0) > 0, anyIf(visitParamExtractString(args, "       \
+	"'process'), position(args, '\"process\":') > 0), NULL) AS process FROM " CH_DB                  \
+	".events WHERE {J} AND kind = 'thread_names' GROUP BY file_id, file, pid) AS lhs ANY LEFT JOIN " \
+	"(SELECT file_id, visitParamExtractInt(args, 'clock_shift') AS shift FROM " CH_DB                \
+	".events WHERE {J} AND kind = 'trace_window') AS jp8 USING file_id"
 
 /*
  * The rows as stats' (a site 0 or before stacks has its function alone; a via frame, its
  * columns), by the device's peak, its first record, bytes, the site's first block, the op
  * (stats orders equal ops by their string ids, the rows by name).
  */
-#define CH_MEM_PEAK_SQL                                                                                           \
-	"SELECT " CH_NS_ID(                                                                                       \
-		"pid") " AS xpid, process, device, multiIf(sclass = 0, '(no stack)', "                            \
-		       "sclass = 1, '(before stacks)', fn), if(sclass = 2, fp, NULL), if(sclass = 2, fl, NULL), " \
-		       "if(sclass = 2 AND kv > 0, vn, NULL), if(sclass = 2 AND kv > 0, vp, NULL), if(sclass = 2 " \
-		       "AND kv > 0, vl, NULL), if(opname = '', NULL, opname), toUInt64(floor(b + 0.5)), "         \
-		       "toUInt64(floor(n + 0.5)), if(nsmp > 0, nsmp, NULL), 100 * b / dpeak, dpeak, dts - shift " \
-		       "FROM (" CH_MEM_PROCS ") ALL RIGHT JOIN (SELECT * FROM (" CH_MEM_SITE_ORDER                \
-		       ") ALL RIGHT "                                                                             \
-		       "JOIN (" CH_MEM_PEAK_ROWS                                                                  \
-		       ") USING file_id, sclass, kf, kv) USING file_id, file, pid "                               \
+#define CH_MEM_PEAK_SQL                                                                                                                                                                              \
+	"SELECT " CH_NS_ID(                                                                                                                                                                          \
+		"pid") " AS xpid, process, device, multiIf(sclass = 0, '(no stack)', "                                                                                                               \
+		       "sclass = 1, '(before stacks)', fn), if(sclass = 2, fp, NULL), if(sclass = 2, fl, NULL), "                                                                                    \
+		       "if(sclass = 2 AND kv > 0, vn, NULL), if(sclass = 2 AND kv > 0, vp, NULL), if(sclass = 2 "                                                                                    \
+		       "AND kv > 0, vl, NULL), if(opname = '', NULL, opname), toUInt64(floor(b + 0.5)), "                                                                                            \
+		       "toUInt64(floor(n + 0.5)), if(nsmp > 0, nsmp, NULL), 100 * b / dpeak, dpeak, dts - shift "                                                                                    \
+		       "FROM (" CH_MEM_PROCS                                                                                                                                                         \
+		       ") AS lhs ALL RIGHT JOIN (SELECT file_id, file, pid, device, sclass, kf, kv, opname, dpeak, dts, dorder, b, n, nsmp, fn, fp, fl, vn, vp, vl, sfirst FROM (" CH_MEM_SITE_ORDER \
+		       ") AS lhs ALL RIGHT "                                                                                                                                                         \
+		       "JOIN (" CH_MEM_PEAK_ROWS                                                                                                                                                     \
+		       ") AS jp9 USING file_id, sclass, kf, kv) AS jp10 USING file_id, file, pid "                                                                                                   \
 		       "ORDER BY dpeak DESC, file_id, dorder, b DESC, sclass, sfirst, opname FORMAT TabSeparated"
 
 const struct ch_report ch_mem_peak = {

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * What mem_leaks in the server (user/ship/ch_mem_leaks.c) needs of a file that SQL cannot
- * derive from its events' rows, computed once as export --format clickhouse renders it
- * (struct verdict_ch_rows), by mem_leaks' own code (mem_log.h, mem_leak_bounds.h):
+ * What mem_leaks in the server (mem_leaks_sql.c) needs of a file that SQL cannot derive from its
+ * events' rows, computed once as export --format clickhouse renders it (mem's struct ex_rows,
+ * the export model's EX_ROWS), by mem_leaks' own code (mem_log.h, mem_leak_bounds.h):
  * - which allocation each free ended: `ends`, the allocation's row (its seq), on the row of
  *   the free, or of the allocation at an address still live that ended the block there (its
  *   free lost), as mem_log pairs them (a CPU Delete's echo, a free of a block never seen
@@ -21,13 +21,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "array.h"
+#include "export_model.h"
 #include "mem.h"
 #include "mem_leak_bounds.h"
 #include "mem_live.h"
 #include "mem_log.h"
 #include "mem_report.h"
 #include "steps.h"
-#include "verdict.h"
 
 #define NO_ROW (~0ull)
 
@@ -71,13 +71,15 @@ static long live_entry(const struct mem_log *l, const struct bs_mem_alloc *r)
 	return (long)b->site - 1;
 }
 
-static int mem_ch__record(void *vst, const struct bs_hdr *rec, const struct trace_model *m,
-			  __u64 row, FILE *args)
+static int mem_ch__record(struct ex_sink *s, void *vst, const struct bs_hdr *rec)
 {
+	const struct trace_model *m = s->model;
 	struct mem_ch *c = vst;
 	struct mem_log *l = c->log;
 	const struct bs_mem_alloc *r = (const void *)rec;
 	size_t before = l->n;
+	__u64 row;
+	int has_row;
 	long ended;
 
 	steps__add(c->steps, rec, m);
@@ -87,26 +89,30 @@ static int mem_ch__record(void *vst, const struct bs_hdr *rec, const struct trac
 	}
 	if (rec->type != BS_REC_MEM_ALLOC || rec->size < sizeof(*r))
 		return 0;
+	has_row = ex_row_id(s, &row);
 	ended = live_entry(l, r);
 	mem_log__add(l, rec, m);
 	if (l->err)
 		return l->err;
-	if (ended >= 0 && l->v[ended].free_seq != MEM_LOG_LIVE && args &&
+	if (ended >= 0 && l->v[ended].free_seq != MEM_LOG_LIVE && has_row &&
 	    c->row_of[ended] != NO_ROW)
-		fprintf(args, ",\"ends\":%llu", (unsigned long long)c->row_of[ended]);
+		ex_key(s, "ends", EX_V_UINT(c->row_of[ended]));
 	if (l->n == before)
 		return 0;
 	if (array__grow((void **)&c->row_of, before, &c->cap, sizeof(*c->row_of)))
 		return -ENOMEM;
-	c->row_of[before] = args ? row : NO_ROW;
-	if (args && l->v[before].weight != 1.0f)
-		fprintf(args, ",\"w\":%.17g", (double)l->v[before].weight);
+	c->row_of[before] = has_row ? row : NO_ROW;
+	if (has_row && l->v[before].weight != 1.0f)
+		ex_key(s, "w", EX_V_REAL((double)l->v[before].weight));
 	return 0;
 }
 
-/* Device D's row: its boundaries B, as the wall clock (SHIFT added), and what they end. */
-static int dev_row(const struct mem_log *l, size_t d, const struct mem_dev_bounds *b, __u64 shift,
-		   verdict_ch_row_fn row, void *arg)
+/*
+ * Device D's row: its boundaries B, as the wall clock (SHIFT: the wall clock less the file's
+ * CLOCK_MONOTONIC, modulo 2^64, as the rows' ts), and what they end.
+ */
+static int dev_row(struct ex_sink *s, const struct mem_log *l, size_t d,
+		   const struct mem_dev_bounds *b, __u64 shift)
 {
 	const struct mem_log_dev *ld = &l->devs[d];
 	char *buf = NULL, dev[16];
@@ -116,32 +122,40 @@ static int dev_row(const struct mem_log *l, size_t d, const struct mem_dev_bound
 
 	if (!f)
 		return -ENOMEM;
-	fprintf(f,
-		"{\"device\":\"%s\",\"index\":%zu,\"k\":%u,\"group\":%u,\"exited\":%d,"
-		"\"step_ns\":%llu,\"bounds\":\"",
-		mem_device_name(ld->device, dev, sizeof(dev)), d, b->k, b->group, !!ld->exited,
-		b->k ? (unsigned long long)((b->bounds[b->k] - b->bounds[0]) / b->k) : 0ull);
 	for (__u32 j = 0; b->k && j <= b->k; j++)
 		fprintf(f, "%s%lld", j ? "," : "", (long long)(__s64)(b->bounds[j] + shift));
-	fputs("\"}", f);
 	if (fclose(f)) {
 		free(buf);
 		return -ENOMEM;
 	}
-	err = row(arg, ld->pid, "mem_leak_steps", mem_per_names[b->per], buf);
+	struct ex_value v[] = {
+		{ .key = "device",
+		  .kind = EX_TEXT,
+		  .s = mem_device_name(ld->device, dev, sizeof(dev)) },
+		{ .key = "index", .kind = EX_UINT, .u = d },
+		{ .key = "k", .kind = EX_UINT, .u = b->k },
+		{ .key = "group", .kind = EX_UINT, .u = b->group },
+		{ .key = "exited", .kind = EX_UINT, .u = !!ld->exited },
+		{ .key = "step_ns",
+		  .kind = EX_UINT,
+		  .u = b->k ? (b->bounds[b->k] - b->bounds[0]) / b->k : 0 },
+		{ .key = "bounds", .kind = EX_TEXT, .s = buf ? buf : "" },
+	};
+	err = ex_own_row(s, ld->pid, ld->pid, "mem_leak_steps", mem_per_names[b->per], v,
+			 sizeof(v) / sizeof(v[0]));
 	free(buf);
 	return err;
 }
 
-static int mem_ch__end(void *vst, const struct trace_model *m, __u64 shift, verdict_ch_row_fn row,
-		       void *arg)
+static int mem_ch__end(struct ex_sink *s, void *vst)
 {
 	struct mem_ch *c = vst;
 	const struct mem_log *l = c->log;
+	/* the wall clock less the monotonic one: what the rows' times add */
+	__u64 shift = s->meta ? s->meta->start.realtime_ns - s->meta->start.mono_ns : 0;
 	struct mem_dev_bounds *b;
 	int err = 0;
 
-	(void)m;
 	if (l->err)
 		return l->err;
 	if (!l->ndevs)
@@ -149,12 +163,12 @@ static int mem_ch__end(void *vst, const struct trace_model *m, __u64 shift, verd
 	if (steps__finish(c->steps) || !(b = mem_leak_bounds__of(l, c->steps)))
 		return -ENOMEM;
 	for (size_t d = 0; d < l->ndevs && !err; d++)
-		err = dev_row(l, d, &b[d], shift, row, arg);
+		err = dev_row(s, l, d, &b[d], shift);
 	mem_leak_bounds__free(b, l->ndevs);
 	return err;
 }
 
-const struct verdict_ch_rows mem_ch_rows = {
+const struct ex_rows mem_rows = {
 	.new = mem_ch__new,
 	.record = mem_ch__record,
 	.end = mem_ch__end,

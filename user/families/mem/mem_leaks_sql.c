@@ -3,7 +3,7 @@
  * mem_leaks (mem_leaks_report.c) as SQL in what ClickHouse 18.16 runs (ch_reports.h): what
  * stayed live by allocation site per process and device, and whether the site's live bytes
  * grew step after step. What SQL cannot derive well is computed once when the file is
- * rendered, by mem_leaks' own code (mem_ch_rows.c): which allocation each free ended (`ends`),
+ * rendered, by mem_leaks' own code (mem_rows.c): which allocation each free ended (`ends`),
  * a sampled block's weight (`w`), and each
  * device's boundaries (`mem_leak_steps`: its steps, its loop's passes or windows of its
  * allocations). The rest is here:
@@ -28,6 +28,7 @@
  */
 #include "ch_reports.h"
 #include "ch_sql.h"
+#include "mem.h"
 
 static const struct ch_col ch_mem_leaks_cols[] = {
 	{ "pid", "PID", 'u' },
@@ -52,16 +53,16 @@ static const struct ch_col ch_mem_leaks_cols[] = {
 };
 
 /* Each allocation counted at a site (its weight not 0), with its device's boundaries. */
-#define CH_LEAK_ALLOCS                                                                             \
-	"SELECT * FROM (SELECT * FROM (SELECT file_id, rank, pid, visitParamExtractString(args, "  \
-	"'device') AS device, seq, ts, visitParamExtractUInt(args, 'bytes') AS bytes, "            \
-	"if(position(args, '\"w\":') > 0, visitParamExtractFloat(args, 'w'), 1.) AS w, "           \
-	"position(args, '\"early\":true') > 0 AS early, visitParamExtractUInt(args, "              \
-	"'stack_id') AS sid FROM " CH_DB ".events WHERE {W} AND kind = 'mem_alloc' AND "           \
-	"name = 'alloc' AND bytes > 0 AND w != 0) ANY LEFT JOIN (SELECT file_id, "                 \
-	"visitParamExtractUInt(args, 'ends') AS seq, ts AS fts, toUInt8(1) AS freed FROM " CH_DB   \
-	".events WHERE {W} AND kind = 'mem_alloc' AND position(args, '\"ends\":') > 0) USING "     \
-	"file_id, seq) ANY LEFT JOIN (" CH_MEM_SITE_IDS ") USING file_id, sid"
+#define CH_LEAK_ALLOCS                                                                                \
+	"SELECT * FROM (SELECT * FROM (SELECT file_id, rank, pid, visitParamExtractString(args, "     \
+	"'device') AS device, seq, ts, visitParamExtractUInt(args, 'bytes') AS bytes, "               \
+	"if(position(args, '\"w\":') > 0, visitParamExtractFloat(args, 'w'), 1.) AS w, "              \
+	"position(args, '\"early\":true') > 0 AS early, visitParamExtractUInt(args, "                 \
+	"'stack_id') AS sid FROM " CH_DB ".events WHERE {W} AND kind = 'mem_alloc' AND "              \
+	"name = 'alloc' AND bytes > 0 AND w != 0) AS lhs ANY LEFT JOIN (SELECT file_id, "             \
+	"visitParamExtractUInt(args, 'ends') AS seq, ts AS fts, toUInt8(1) AS freed FROM " CH_DB      \
+	".events WHERE {W} AND kind = 'mem_alloc' AND position(args, '\"ends\":') > 0) AS jl1 USING " \
+	"file_id, seq) AS lhs ANY LEFT JOIN (" CH_MEM_SITE_IDS ") AS jl2 USING file_id, sid"
 
 /* ... with its device's boundaries, its site and its changes at them: (places, bytes). */
 #define CH_LEAK_CHANGES                                                                                             \
@@ -69,12 +70,13 @@ static const struct ch_col ch_mem_leaks_cols[] = {
 	"if(skind = 2, vfid, 0) AS svia, arrayCount(x -> x < ts, bnd) AS jfrom, if(freed = 1, "                     \
 	"arrayCount(x -> x < fts, bnd), k + 1) AS jto, toInt64(floor(bytes * w + 0.5)) AS b, "                      \
 	"(k > 0 AND jfrom < jto) AS moves FROM (" CH_LEAK_ALLOCS                                                    \
-	") ANY LEFT JOIN (SELECT file_id, pid, visitParamExtractString(args, 'device') AS "                         \
+	") AS lhs ANY LEFT JOIN (SELECT file_id, pid, visitParamExtractString(args, 'device') AS "                  \
 	"device, rank, visitParamExtractUInt(args, 'index') AS dix, visitParamExtractUInt(args, 'k') "              \
 	"AS k, visitParamExtractUInt(args, 'group') AS grp, visitParamExtractUInt(args, "                           \
 	"'exited') AS exited, toUInt8(1) AS hasb, visitParamExtractUInt(args, 'step_ns') AS step_ns, name AS per, " \
 	"arrayMap(x -> toInt64OrZero(x), splitByChar(',', visitParamExtractString(args, "                           \
-	"'bounds'))) AS bnd FROM " CH_DB ".events WHERE {W} AND kind = 'mem_leak_steps') USING "                    \
+	"'bounds'))) AS bnd FROM " CH_DB                                                                            \
+	".events WHERE {W} AND kind = 'mem_leak_steps') AS jl3 USING "                                              \
 	"file_id, rank, pid, device"
 
 /*
@@ -142,8 +144,9 @@ static const struct ch_col ch_mem_leaks_cols[] = {
 /* ... with their sites' frames (the job's line, the library's beside it). */
 #define CH_LEAK_NAMED                                                                                         \
 	"SELECT * FROM (SELECT *, svia AS vid FROM (SELECT * FROM (SELECT *, sown AS oid FROM (" CH_LEAK_ROWS \
-	")) ANY LEFT JOIN (" CH_LEAK_FRAME("o") ") USING file_id, oid)) ANY LEFT "                            \
-						"JOIN (" CH_LEAK_FRAME("v") ") USING file_id, vid"
+	")) AS lhs ANY LEFT JOIN (" CH_LEAK_FRAME(                                                            \
+		"o") ") AS jl4 USING file_id, oid)) AS lhs ANY LEFT "                                         \
+		     "JOIN (" CH_LEAK_FRAME("v") ") AS jl5 USING file_id, vid"
 
 const struct ch_report ch_mem_leaks = {
 	.name = "mem_leaks",
@@ -157,10 +160,10 @@ const struct ch_report ch_mem_leaks = {
 		       "if(grows, growth, NULL), if(k > 0, grew, NULL), if(k > 0, k, NULL), if(k > 0, "
 		       "per, NULL), if(k > 0, step_ns, NULL), if(grows, NULL, why), if(smp > 0, smp, "
 		       "NULL) FROM (" CH_LEAK_NAMED
-		       ") ANY LEFT JOIN (SELECT file_id, pid, any(" CH_NAMES_NS
+		       ") AS lhs ANY LEFT JOIN (SELECT file_id, pid, any(" CH_NAMES_NS
 		       ") AS ns, any(if(position(args, '\"process\":') > 0, visitParamExtractString(args, "
 		       "'process'), NULL)) AS process FROM " CH_DB ".events WHERE {J} AND kind = "
-		       "'thread_names' GROUP BY file_id, pid) USING file_id, pid ORDER BY grows DESC, "
+		       "'thread_names' GROUP BY file_id, pid) AS jl6 USING file_id, pid ORDER BY grows DESC, "
 		       "if(grows, growth, 0) DESC, lb DESC, dix, if(skind < 2, toUInt64(skind), 2 + sfirst), "
 		       "uses FORMAT TabSeparated",
 };
