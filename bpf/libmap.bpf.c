@@ -16,14 +16,13 @@
  * way back to user space) until user space has attached the probes of the new code and sent
  * SIGCONT: the first call into a freshly loaded libcudart is traced like every other; and a
  * process one of them forks, before its first instruction, until its own probes are in (a
- * probe covers its process alone: fork_hold_btf). Only those (`launched`: CMD and what it
- * forks) at new code: a -p target's tree beside CMD (`-p 1 -- CMD` takes in every process of
- * the machine) or -a's other processes are not bpfsight's to hold. Stopped, they also raced
- * their own recorders: another recording that launched one of them had it continued by this
- * one's SIGCONT before its own probes were in (a launched nccl_calls missed its first calls,
- * test_nccl in a full make check), and a shell's job control saw its children stop. A -p
- * target's fork is held all the same where its parent does not hear of its children's stops
- * (a shell does): without, its child would run its first calls before any probe of its own.
+ * probe covers its process alone: fork_hold_btf). Only
+ * those (`launched`: CMD and what it forks): a -p target's tree beside CMD (`-p 1 -- CMD`
+ * takes in every process of the machine) or -a's other processes are not bpfsight's to
+ * hold. Stopped, they also raced their own recorders: another recording that launched one of
+ * them had it continued by this one's SIGCONT before its own probes were in (a launched
+ * nccl_calls missed its first calls, test_nccl in a full make check), and a shell's job
+ * control saw its children stop.
  */
 #include "common.bpf.h"
 #include "exclude.bpf.h"
@@ -196,30 +195,8 @@ static __always_inline void on_fork(struct task_struct *parent, struct task_stru
 static long (*send_signal_task)(struct task_struct *task, int sig, enum pid_type type,
 				__u64 value) = (void *)BS_LIBMAP_SIGNAL_TASK_CALL;
 
-/*
- * A -p target's forks are held too (set by user space where probes are each process's own):
- * those whose parent does not hear of its children's stops (below).
- */
-const volatile __u32 hold_attached = 0;
-
-#define SIGCHLD_NR	    17
-#define SA_NOCLDSTOP_FLAG   1
-#define SIG_IGN_HANDLER	    1
-
-/*
- * Whether PARENT is told when a child stops: a SIGCHLD handler without SA_NOCLDSTOP (a shell
- * with job control, a supervisor). Such a parent would see a hold as its child stopping (a
- * shell puts the job in the background): its children are not held. A python's (the default
- * disposition: multiprocessing's, a DataLoader's, subprocess's, torchrun's) is not told,
- * nor one waiting for its children without WUNTRACED.
- */
-static __always_inline bool hears_of_stops(struct task_struct *parent)
-{
-	struct k_sigaction *a = &parent->sighand->action[SIGCHLD_NR - 1];
-
-	return (unsigned long)a->sa.sa_handler > SIG_IGN_HANDLER &&
-	       !(a->sa.sa_flags & SA_NOCLDSTOP_FLAG);
-}
+/* Launch mode's forks are held (fork_hold_btf, loaded where the kernel can): set by user space. */
+const volatile __u32 hold_forks = 0;
 
 /* The record of CPID's fork by PPID, reserved (NULL when the ring refused it). */
 static __always_inline struct bs_map_exec *fork_record(__u32 ppid, __u32 cpid)
@@ -236,36 +213,32 @@ static __always_inline struct bs_map_exec *fork_record(__u32 ppid, __u32 cpid)
 }
 
 /*
- * The child of a process that has probes of its own: held (SIGSTOP, pending before it first
- * runs: it stops on its way to its first instruction) until user space has placed its own,
- * where it may be (launch mode's, a -p target's whose parent does not hear of stops); told at
- * once else. The record says which (ino = the parent; STOPPED: held). Loaded where the kernel
- * has bpf_send_signal_task; fork_told below where not.
+ * Launch mode: the child of a process that has probes of its own is held (SIGSTOP, pending
+ * before it first runs: it stops on its way to its first instruction) until user space has
+ * placed its own; the record says so (ino = the parent).
  */
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(fork_hold_btf, struct task_struct *parent, struct task_struct *child)
 {
 	__u32 ppid = parent->tgid, cpid = child->tgid;
 	struct bs_map_exec *r;
-	bool hold;
 
-	if (cpid != (__u32)child->pid || cpid == ppid || !bpf_map_lookup_elem(&linked, &ppid))
+	if (!stop_on_new_code || cpid != (__u32)child->pid || cpid == ppid ||
+	    !bpf_map_lookup_elem(&launched, &ppid) || !bpf_map_lookup_elem(&linked, &ppid))
 		return 0;
-	hold = (stop_on_new_code && bpf_map_lookup_elem(&launched, &ppid)) ||
-	       (hold_attached && !hears_of_stops(parent));
 	r = fork_record(ppid, cpid);
 	if (!r)
 		return 0; /* never hold a process user space will not hear about */
-	if (hold && !send_signal_task(child, SIGSTOP_NR, PIDTYPE_TGID, 0))
+	if (!send_signal_task(child, SIGSTOP_NR, PIDTYPE_TGID, 0))
 		r->flags |= BS_MAP_EXEC_STOPPED;
 	bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
 	return 0;
 }
 
 /*
- * Where fork_hold_btf cannot be (no bpf_send_signal_task): a child of a process that has
- * probes of its own is told at once (a forced wakeup; proc.bpf.c's FORK record waits for the
- * ring's others), so that its own probes come a wakeup and a few links after its fork.
+ * A child of a process that has probes of its own, not held (-p, -a with exclusions, launch
+ * mode without bpf_send_signal_task): told at once (a forced wakeup; the FORK record waits for
+ * the ring's others), so that its own probes come a wakeup and a few links after its fork.
  */
 static __always_inline void fork_told(struct task_struct *parent, struct task_struct *child)
 {
@@ -273,7 +246,8 @@ static __always_inline void fork_told(struct task_struct *parent, struct task_st
 	struct bs_map_exec *r;
 
 	if (cpid != BPF_CORE_READ(child, pid) || cpid == ppid ||
-	    !bpf_map_lookup_elem(&linked, &ppid))
+	    !bpf_map_lookup_elem(&linked, &ppid) ||
+	    (hold_forks && bpf_map_lookup_elem(&launched, &ppid)))
 		return;
 	r = fork_record(ppid, cpid);
 	if (r)

@@ -9,15 +9,11 @@ beside_job.py CUDART NCCL C10: prints {"pid": N}, then reads commands, one a lin
             once it has
   hold N    a child process that waits for a line on its stdin (a pipe from here) before its
             N calls; {"child": PID} at once; "release" then lets it go, {"status": S} after
-  shell N   as a shell with job control: a SIGCHLD handler, then `fork N`, waiting for the
-            child with WUNTRACED; {"child": PID, "status": S, "stopped": whether it ever
-            saw the child stop}
   exit      exits 0
 """
 import ctypes
 import json
 import os
-import signal
 import sys
 
 
@@ -45,21 +41,6 @@ def main():
                 calls(cudart, nccl, int(arg[0]))
                 os._exit(0)
             say(child=pid, status=os.waitpid(pid, 0)[1])
-        elif cmd == "shell":
-            signal.signal(signal.SIGCHLD, lambda *_: None)
-            pid = os.fork()
-            if not pid:
-                calls(cudart, nccl, int(arg[0]))
-                os._exit(0)
-            stopped = False
-            while True:
-                _, status = os.waitpid(pid, os.WUNTRACED)
-                if not os.WIFSTOPPED(status):
-                    break
-                stopped = True
-                os.kill(pid, signal.SIGCONT)
-            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-            say(child=pid, status=status, stopped=stopped)
         elif cmd == "hold":
             r, w = os.pipe()
             pid = os.fork()

@@ -69,23 +69,23 @@ struct uprobe_mgr *uprobe_mgr__new(struct record_ctx *ctx)
 }
 
 /*
- * Where probes are the processes' own, a fork of one: held until the child's own are in
- * (fork_hold_btf: launch mode's, and -p's whose parent does not hear of stops) where the
- * kernel can signal the child (bpf_send_signal_task); told at once else (fork_told), its
- * first calls made before its links missed.
+ * Where probes are the processes' own, a fork of one: launch mode's is held until the child's
+ * own are in (fork_hold_btf) where the kernel can signal the child (bpf_send_signal_task);
+ * any other is told at once (fork_told), its first calls made before its links missed.
  */
 static int libmap_forks(struct uprobe_mgr *m)
 {
 	struct libmap_bpf *l = m->libmap;
-	int hold, err;
+	int err = 0;
 
-	hold = m->scoped && m->ctx->use_btf && kfeature__has(KF_SIGNAL_TASK) &&
-	       !kfeature__call_kfunc(l->progs.fork_hold_btf, BS_LIBMAP_SIGNAL_TASK_CALL,
-				     "bpf_send_signal_task");
-	/* -a (with exclusions) holds none: every fork of the machine would wait. */
-	l->rodata->hold_attached = hold && !m->ctx->opts->system_wide;
-	err = hold ? 0 : bpf_program__set_autoload(l->progs.fork_hold_btf, false);
-	if (!err && (hold || !m->scoped)) /* unscoped: a child has its parent's probes */
+	l->rodata->hold_forks =
+		l->rodata->stop_on_new_code && m->scoped && m->ctx->use_btf &&
+		kfeature__has(KF_SIGNAL_TASK) &&
+		!kfeature__call_kfunc(l->progs.fork_hold_btf, BS_LIBMAP_SIGNAL_TASK_CALL,
+				      "bpf_send_signal_task");
+	if (!l->rodata->hold_forks)
+		err = bpf_program__set_autoload(l->progs.fork_hold_btf, false);
+	if (!err && !m->scoped) /* one link on each file: a child has the probes already */
 		err = bpf_program__set_autoload(l->progs.fork_told_btf, false) ?:
 		      bpf_program__set_autoload(l->progs.fork_told_raw, false);
 	return err;

@@ -29,10 +29,9 @@
  * uprobe_multi link with the pid of each process of the job that maps the file, made when a
  * scan or a fork shows the mapping, closed at the process's exit (uprobe_mgr_priv.h): the
  * kernel writes no int3 into any other process, so a program beside the recording under
- * Valgrind or QEMU runs as without it. A child a traced process forks is held until its own
- * are in (MAP_EXEC_FORK: launch mode's, a -p target's whose parent does not hear of its
- * children's stops); another is linked as its fork is read (its calls in the milliseconds
- * before are missed). Under -a without --exclude-* (and on kernels
+ * Valgrind or QEMU runs as without it. A launched command's forked child is held until its
+ * own are in (MAP_EXEC_FORK); a -p target's is linked as its FORK record is read (its calls
+ * in the milliseconds before are missed). Under -a without --exclude-* (and on kernels
  * without uprobe_multi links) one link on the file's inode for every process that maps it,
  * now or later; BPF keeps only targets. Each probe's bpf_cookie (BS_UCOOKIE, records.h) tells
  * the generic programs which function it is and what to copy. Functions whose cookie is

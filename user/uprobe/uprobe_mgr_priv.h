@@ -22,8 +22,8 @@
  * int3 only into that process's memory (the link's filter on the mm: at attach, at every mmap
  * of the file, across exec; checked on 6.18: a process beside it, Valgrind's, finds its code
  * untouched), and run the program only for that process's threads. A forked child keeps the
- * int3s of its parent's pages but none of its links: the child is linked when its fork is
- * read, held until then where it may be (MAP_EXEC_FORK, bpf/libmap.bpf.c). So each group has a
+ * int3s of its parent's pages but none of its links: the child is linked when its FORK record
+ * is read, and in launch mode held until then (MAP_EXEC_FORK). So each group of probes has a
  * link per process of the job that maps its file (the launched command before its exec: every
  * group), made when a scan or a fork shows the mapping and closed at the process's exit.
  * Unscoped (-a without --exclude-*, or a kernel without uprobe_multi links, whose perf-event
