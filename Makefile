@@ -631,7 +631,7 @@ report-png: $(OUT)/bpfsight
 # empty BPF programs with its own skeleton.
 BENCH_PROGS := $(addprefix $(OUT)/bench/,loadgen pingpong probe_target timed pair_loop)
 BENCH_CUDA := $(if $(wildcard $(CUDA_HOME)/include/cuda_runtime_api.h),$(OUT)/bench/cuda_loop \
-	      $(CUDA_WL)/libstep_proxy.so)
+	      $(OUT)/bench/scope_job $(CUDA_WL)/libstep_proxy.so)
 BENCH_NCCL := $(if $(wildcard $(CUDA_HOME)/include/nccl.h),$(OUT)/bench/nccl_loop)
 BENCH_BLAS := $(if $(wildcard $(CUDA_HOME)/include/cublas_v2.h),$(OUT)/bench/blas_loop)
 BENCH_BINS := $(BENCH_PROGS) $(BENCH_CUDA) $(BENCH_NCCL) $(BENCH_BLAS) $(OUT)/bench/floor
@@ -690,7 +690,9 @@ $(BENCH_PROGS): $(OUT)/bench/%: bench/%.c
 LOOP_LIB_cuda_loop := -lcudart
 LOOP_LIB_nccl_loop := -lnccl
 LOOP_LIB_blas_loop := -lcublas -lblas
-$(OUT)/bench/cuda_loop $(OUT)/bench/nccl_loop $(OUT)/bench/blas_loop: $(OUT)/bench/%: bench/%.c
+LOOP_LIB_scope_job := -lcudart -lpthread
+$(OUT)/bench/cuda_loop $(OUT)/bench/nccl_loop $(OUT)/bench/blas_loop $(OUT)/bench/scope_job: \
+		$(OUT)/bench/%: bench/%.c
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -g -O1 -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -MMD -MP \

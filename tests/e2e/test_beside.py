@@ -19,6 +19,7 @@ they are gone (touched.global_probes, watched during each run), for 3 minutes; a
 tracers never leave that long gets the test's other checks and a Skip saying why."""
 import json
 import os
+import re
 import shutil
 import subprocess
 
@@ -165,6 +166,9 @@ def test_record_p_cuda_nccl_gil_mem_touches_only_the_job():
     eq(r.stop(), 0, f"recorder exit: {r.stderr[-600:]}")
     for pid in (job.pid, child):
         eq(counts(r.out, pid), {"cudaMalloc": N, "ncclCommCount": N}, f"pid {pid}'s calls")
+    # its first moments ran unprobed: said, never silent
+    check(re.search(r"note: 1 child process of the traced ones got its probes after it began "
+                    r"to run \(at most \d+\.\d ms after its fork\)", r.stderr), r.stderr[-800:])
     job.end()
     twin.end()
     beside.done()

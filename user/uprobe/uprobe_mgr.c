@@ -17,6 +17,7 @@
 #include "kdev.h"
 #include "kernel_features.h"
 #include "link_reaper.h"
+#include "msg.h"
 #include "record_ctx.h"
 #include "hmap.h"
 #include "uprobe_mgr_priv.h"
@@ -86,8 +87,8 @@ static int libmap_forks(struct uprobe_mgr *m)
 	if (!l->rodata->hold_forks)
 		err = bpf_program__set_autoload(l->progs.fork_hold_btf, false);
 	if (!err && !m->scoped) /* one link on each file: a child has the probes already */
-		err = bpf_program__set_autoload(l->progs.fork_told_btf, false) ?:
-		      bpf_program__set_autoload(l->progs.fork_told_raw, false);
+		err = bpf_program__set_autoload(l->progs.fork_told_btf, false)
+			      ?: bpf_program__set_autoload(l->progs.fork_told_raw, false);
 	return err;
 }
 
@@ -149,6 +150,13 @@ void uprobe_mgr__close(struct uprobe_mgr *m)
 {
 	if (!m || m->closed)
 		return;
+	if (m->late_forks) /* never silent: what their first moments may have missed */
+		pr_note("%lu child process%s of the traced ones got %s probes after %s began to run "
+			"(at most %.1f ms after %s fork): a call made before is not recorded (a -p "
+			"target's children are not held; docs/USAGE.md, \"Limits worth knowing\")\n",
+			m->late_forks, m->late_forks == 1 ? "" : "es",
+			m->late_forks == 1 ? "its" : "their", m->late_forks == 1 ? "it" : "they",
+			(double)m->late_max_ns / 1e6, m->late_forks == 1 ? "its" : "their");
 	m->link_all_pid = 0;
 	uprobe_mgr__unlink_all(m);
 	/* The new-code reporter too: nothing is scanned any more, so nothing need report. */

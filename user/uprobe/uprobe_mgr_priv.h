@@ -155,6 +155,9 @@ struct uprobe_mgr {
 	struct uprobe_closer *closer;
 	pid_t link_all_pid; /* the launched command until it runs: placed in every group */
 	__u64 swept_ns;	    /* the last look for links of processes that ended */
+	/* children of traced processes not held: linked after they began, and how late at most */
+	unsigned long late_forks;
+	__u64 late_max_ns;
 	struct uprobe_fam fams[MAX_FAMILIES];
 	__u32 nfams;
 	struct uprobe_listener *listeners; /* a removed one's hooks are NULL: ids stay */

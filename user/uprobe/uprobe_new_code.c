@@ -225,6 +225,14 @@ void uprobe_mgr__observe(struct uprobe_mgr *m, const struct bs_hdr *rec)
 		return;
 	if (x->flags & BS_MAP_EXEC_FORK) {
 		/* Launch mode: the child waits, before its first instruction, for its probes. */
+		if (!(x->flags & BS_MAP_EXEC_STOPPED) && m->scoped) {
+			__u64 late =
+				mono_now_ns() - rec->ts; /* it runs meanwhile: said at the end */
+
+			m->late_forks++;
+			if (late < (1ull << 62) && late > m->late_max_ns)
+				m->late_max_ns = late;
+		}
 		forked(m, (pid_t)x->ino, rec->pid);
 		if (x->flags & BS_MAP_EXEC_STOPPED)
 			kill(rec->pid, SIGCONT);
