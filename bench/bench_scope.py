@@ -13,6 +13,7 @@ it, e.g. `git worktree add /tmp/b4 <commit>; make -C /tmp/b4 build/bpfsight`):
   links), by the job's own clock, against the job untraced.
 
     python3 bench/bench_scope.py --before OLD/bpfsight --after build/bpfsight [--rounds 3]
+        [--forks 500] [--threads 1000] [--short 50000] [--short-rounds 1]
 
 Rounds take turns (untraced, before, after); medians with their spread.
 """
@@ -94,6 +95,7 @@ def main():
     ap.add_argument("--forks", type=int, default=500)
     ap.add_argument("--threads", type=int, default=1000)
     ap.add_argument("--short", type=int, default=50000)
+    ap.add_argument("--short-rounds", type=int, default=1, help="rounds of the -a runs")
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="bench-scope-")
     res = {}
@@ -111,12 +113,17 @@ def main():
             add((mode, "untraced"), job_ns([a.job, mode, str(n)]) / n)
             for name, b in order:
                 add((mode, name), launched(b, a.job, mode, n, tmp) / n)
+        print(f"round {rnd + 1} done", file=sys.stderr, flush=True)
+    for rnd in range(a.short_rounds):  # each a few minutes: fewer rounds
+        order = [("before", a.before), ("after", a.after)]
+        if rnd % 2:
+            order.reverse()
         add(("-a", "untraced"), job_ns([a.job, "execs", str(a.short)]) / a.short)
         for name, b in order:
             add(("-a", name), beside_a(b, a.job, a.short, tmp, False) / a.short)
         add(("-a --exclude-comm", "after"),
             beside_a(a.after, a.job, a.short, tmp, True) / a.short)
-        print(f"round {rnd + 1} done", file=sys.stderr, flush=True)
+        print(f"-a round {rnd + 1} done", file=sys.stderr, flush=True)
 
     us = lambda v: f"{v / 1000:.1f} us"  # noqa: E731
     print("| figure | untraced | before (probes on the files) | after (each process's own) |")
