@@ -304,6 +304,7 @@ static void entry_claim(const struct lsink *v, const char *who, const char *whos
 	__u64 ns = 0, oncpu = 0, own;
 	size_t used, places_n = 0;
 	struct ledger_entry one = *e;
+	enum ledger_kind lk;
 	double share;
 
 	for (size_t i = 0; i < n; i++)
@@ -330,8 +331,9 @@ static void entry_claim(const struct lsink *v, const char *who, const char *whos
 		snprintf(text + used, sizeof(text) - used, " (%s of it on a CPU)",
 			 human__ns((double)oncpu, d3, sizeof(d3)));
 	}
-	v->line(v->arg, rules[e->kind].verdict, (int)e->kind, share >= rules[e->kind].holds, share,
-		text);
+	/* waiting by design (a join, a pool's idle worker): said as such, never a bottleneck */
+	lk = e->idle ? LEDGER_IDLE : e->kind;
+	v->line(v->arg, rules[lk].verdict, (int)lk, share >= rules[lk].holds, share, text);
 }
 
 /* The critical unit's lines of ledger L (named by M) into S: the verdict's, or top's. */
