@@ -134,8 +134,13 @@ static void test_borrowed_call(void)
 	close(to_child[0]);
 	close(from_call[1]);
 	c.pid = pid;
-	/* Until the child sits in its read (the call is meant for a waiting thread). */
-	for (int i = 0; i < 500; i++) {
+	/*
+	 * Until the child sits in its read (the call is meant for a waiting thread): within 60 s,
+	 * as the call's answer below; 5 s was no bound on a loaded machine (a full run's last
+	 * lane, fuzzers beside it, failed this test once; that the child was not yet waiting
+	 * then is likely, not shown).
+	 */
+	for (int i = 0; i < 6000; i++) {
 		char fn[64], buf[32] = "";
 		FILE *f;
 

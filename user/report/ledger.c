@@ -823,7 +823,7 @@ static int build_thread(struct ledger *l, struct lthread *t, __u64 start, __u64 
 {
 	struct walk w = { .l = l, .t = t, .last_region = LCLASS_NONE, .last_cls = LCLASS_NONE };
 	struct flat *f = NULL;
-	__u64 cur, longest = 0, *v;
+	__u64 cur, longest = 0, run_len = 0, *v;
 	struct hkey key;
 	size_t it = 0;
 	int err;
@@ -891,8 +891,10 @@ static int build_thread(struct ledger *l, struct lthread *t, __u64 start, __u64 
 			piece(&w, out, wake, LSTATE_BLOCKED, o);
 			piece(&w, wake, in, LSTATE_RUNNABLE, o);
 		}
-		if (o->blocked && in - out > longest)
-			longest = in - out;
+		/* one sleep, also where it came in pieces with no run between (top's refreshes) */
+		run_len = o->blocked ? (out == cur && run_len ? run_len : 0) + (in - out) : 0;
+		if (run_len > longest)
+			longest = run_len;
 		cur = in;
 	}
 	if (cur < t->w1 && !w.err) {
@@ -951,7 +953,7 @@ int ledger__build_thread(struct ledger *l, struct lthread *t)
 /* A thread's window and its quick sums on a CPU, ready to run and blocked (of its intervals). */
 static void quick(struct ledger *l, struct lthread *t)
 {
-	__u64 off = 0, ready = 0, longest = 0;
+	__u64 off = 0, ready = 0, longest = 0, run_len = 0, prev = 0;
 
 	t->w0 = t->born > l->start ? t->born : l->start;
 	t->w1 = t->died && t->died < l->end ? t->died : l->end;
@@ -966,8 +968,11 @@ static void quick(struct ledger *l, struct lthread *t)
 		if (b <= a)
 			continue;
 		off += b - a;
-		if (o->blocked && b - a > longest)
-			longest = b - a;
+		/* one sleep, also in pieces with no run between (as build_thread counts it) */
+		run_len = o->blocked ? (a == prev && run_len ? run_len : 0) + (b - a) : 0;
+		if (run_len > longest)
+			longest = run_len;
+		prev = b;
 		wake = wake > a ? wake : a;
 		ready += b > wake ? b - wake : 0;
 	}
