@@ -126,6 +126,23 @@ def counts(out, pid):
     return got
 
 
+def test_record_p_default_touches_only_the_job():
+    """`record -p JOB`, its default families: probes in the job alone, its calls counted."""
+    need_all()
+    job, twin, beside = Job(), Job(), Beside()
+    r = Recorder("-p", str(job.pid))
+    r.wait_ready()
+    has_probes(job.pid, PROBED)
+    links_only_in(r.p.pid, {job.pid}, "record -p")
+    beside.check("record -p", twin.pid)
+    eq(job.ask(f"go {N}"), {"done": N}, "the job's calls")
+    eq(r.stop(), 0, f"recorder exit: {r.stderr[-600:]}")
+    eq(counts(r.out, job.pid), {"cudaMalloc": N, "ncclCommCount": N}, "the job's calls recorded")
+    job.end()
+    twin.end()
+    beside.done()
+
+
 def test_record_p_with_inject_touches_only_the_job():
     """`record -p JOB --inject`, its default families: the shim is injected into the job, and
     the shim's probes join the others in it alone."""
