@@ -14,9 +14,6 @@ import subprocess
 import threading
 import time
 
-# Programs whose uprobes the tests meet: recordings, their detached teardown, bpftrace.
-
-
 PAGE = 4096
 
 
