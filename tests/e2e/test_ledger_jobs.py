@@ -142,17 +142,26 @@ def check_sums(rows, duration, said):
                   f"ledger, {clock:.3f} by its own clock\n{said}")
 
 
-def parts(name, unit_tids, wall, threads, clocks):
+def parts(name, unit_tids, wall, threads, rows):
     """The truth of the unit's time: {label: share} for its region (a wait: its time but
     ready to run; CPU work: its time on a CPU), its time on a CPU, its time ready to run (these
     two by the threads' own clocks between the recording's edges, its `clock` rows: the job's
-    reads of them come late on a loaded machine)."""
+    reads of them come late on a loaded machine). The clocks cannot see a wait for a CPU still
+    going on at a read, nor the recording's time outside the reads (its end snapshot takes up
+    to 100 ms): the ledger's own account of those edges completes them (its rows' time less
+    the check's, which check_sums held to the clocks). Without it a thread ready 80% of a 2 s
+    window under load was 10 points short by its clock alone."""
     _, region, label, *_ = JOBS[name]
     n = len(unit_tids) * wall
-    mine = [c for c in clocks if c["tid"] in unit_tids]
-    check(len(mine) == len(unit_tids), f"the unit's threads' own clocks: {clocks}")
-    cpu = sum(c["clock_oncpu_ns"] for c in mine) / sum(c["time_ns"] for c in mine)
-    ready = sum(c["clock_runnable_ns"] for c in mine) / sum(c["time_ns"] for c in mine)
+    mine = [c for c in rows if c["unit"] == "clock" and c["tid"] in unit_tids]
+    check(len(mine) == len(unit_tids), f"the unit's threads' own clocks: {mine}")
+    inside = [r for r in rows if r["unit"] == "thread" and r["tid"] in unit_tids]
+    time_in = sum(r["time_ns"] for r in inside)
+
+    def truth_of(key):
+        edges = sum(r[key] for r in inside) - sum(c[key] for c in mine)
+        return (sum(c["clock_" + key] for c in mine) + edges) / time_in
+    cpu, ready = truth_of("oncpu_ns"), truth_of("runnable_ns")
     reg = [sum(threads[t][1].get(region, [0, 0, 0])[i] for t in unit_tids) / n for i in range(3)]
     if label == "CPU":
         region_part = reg[1]
@@ -208,8 +217,7 @@ def run_job(name):
     else:  # the main loop
         unit_tids = [pid]
         check(all(r["tid"] == pid for r in unit), f"the main thread is the critical unit\n{said}")
-    truths, region_part = parts(name, unit_tids, wall, threads,
-                                [r for r in rows if r["unit"] == "clock"])
+    truths, region_part = parts(name, unit_tids, wall, threads, rows)
 
     # the first line: the largest part by the job's own clocks (or one as close)
     m = re.match(r" \* (\S+(?: \S+)?) +(\d+\.\d)%  (.*)", claims[0]) if claims else None
@@ -310,24 +318,34 @@ def test_numpy_mem():
 
 
 def test_oversub():
-    """Who had the job's one CPU while its main thread waited for it: the job's own threads as
-    often as they ran on it (their schedstat's time on a CPU over the time), the rest other
-    processes (CI's other tests). Its op's time off the CPU is its wait for its intra-op
-    threads (a futex): on a quiet machine the largest part."""
+    """Who had the job's one CPU while its main thread waited for it (W of its time): the job's
+    own threads, or other processes (CI's other tests). On one CPU the job's other threads run
+    only while the main thread does not, so their time on it (by their own clocks) is at least
+    the part of W the line gives them, and at most that and the main thread's time blocked. Its
+    op's time off the CPU is its wait for its intra-op threads (a futex): on a quiet machine the
+    largest part."""
     head, claims, rows, truths, threads, wall = run_job("oversub")
     ready = [c for c in claims if re.match(r" . no CPU ", c)]
     check(ready, "a line of the time ready to run\n" + "\n".join(claims))
-    held = min(1.0, sum(c for _, (_, _, c, _) in threads.items()) / wall)
+    clocks = {c["tid"]: c for c in rows if c["unit"] == "clock"}
+    pid = next(t for t, (n, *_) in threads.items() if n == "MainThread")
+    main = clocks[pid]
+    span = main["time_ns"]
+    waited = main["clock_runnable_ns"] / span
+    blocked = 1 - waited - main["clock_oncpu_ns"] / span
+    others = sum(c["clock_oncpu_ns"] for t, c in clocks.items() if t != pid) / span
     m = re.search(r"; other processes had the CPUs (\d+)% of it \(the job's 1 CPU\)", ready[0])
     own = re.search(r"; the job's own threads had the CPUs \((\d+) of its threads wanted its 1 "
                     r"CPU\)", ready[0])
     check(m or own, ready[0])
+    given = 0.5 if own else 1 - int(m.group(1)) / 100  # of W: at least half when theirs
+    said = (f"the job's other threads ran {others:.2f} of the time, the main thread waited "
+            f"{waited:.2f} and was blocked {blocked:.2f}\n{ready[0]}")
+    check(others >= given * waited - 0.10, said)
+    if m:
+        check(others <= given * waited + blocked + 0.10, said)
     if own:  # more of its threads than its one CPU wanted it, at most all of them
-        check(held >= 0.40 and 2 <= int(own.group(1)) <= len(threads),
-              f"the job's threads held its CPU {held:.2f} of the time\n{ready[0]}")
-    else:
-        check(abs((100 - int(m.group(1))) / 100 - held) <= 0.15,
-              f"the job's threads held its CPU {held:.2f} of the time\n{ready[0]}")
+        check(2 <= int(own.group(1)) <= len(threads), said)
 
 
 def test_mutex():
@@ -360,3 +378,51 @@ def test_top_ledger_view_of_the_lock_job():
     ran = [l for l in lines if re.search(rf"MainThread \(main thread, pid {pid}\) ran on a CPU", l)
            and float(re.match(r" . \S+(?: \S+)? +([\d.]+)%", l).group(1)) >= 20]
     eq(ran, [], "the main thread, asleep throughout, said to run")
+
+
+def test_a_wait_for_a_cpu_begun_before_the_start_is_counted_whole():
+    """A thread queued for its CPU as the recording begins (a spinner of SCHED_IDLE on CPU 0, a
+    spinner at nice -20 beside it from before the recorder's start until it is live): its
+    wait ends inside the recording, and its own clock (schedstat) counts the whole wait then,
+    from when it was queued; so does the ledger's check of its timeline, by the switch-out
+    the recording's start read (the walk clips the interval to the start; the check took it
+    from there: 0.775 of the thread's time ready to run against 1.330 by its clock). An idle
+    thread still gets a slice now and then (a nice-19 one every few seconds beside nice -20:
+    one run in three had it on its CPU at the start): a recording where it was not queued
+    then is made again, at most three times."""
+    need_root()
+    py = need_pyenv(11)
+    job = spawn(["taskset", "-c", "0", "chrt", "-i", "0", py, "-c", "while True: pass"])
+    hog = None
+    try:
+        for attempt in range(3):
+            hog = spawn(["taskset", "-c", "0", "nice", "-n", "-20", py, "-c",
+                         "import select, sys\n"
+                         "while not select.select([sys.stdin], [], [], 0)[0]: pass"])
+            time.sleep(0.5)
+            path = os.path.join(tmpdir(), f"queued{attempt}.bst")
+            rec = Recorder("-p", str(job.pid), "-t", "sched", "-d", "2s", out=path)
+            rec.wait_ready()
+            hog.kill()
+            hog.wait()
+            eq(rec.wait(120), 0, rec.stderr[-600:])
+            rows = stats(path, "ledger")["ledger"]
+            clock = [r for r in rows if r["unit"] == "clock" and r["tid"] == job.pid]
+            check(clock, f"the job's own clocks read at the edges: {rows}")
+            c = clock[0]
+            truth = c["clock_runnable_ns"] / c["time_ns"]
+            if truth >= 0.15:
+                break
+    finally:
+        for p in (job, hog):
+            if p:
+                p.kill()
+                p.wait()
+    check(truth >= 0.15, f"the job was queued at the start: ready to run {truth:.3f} of its "
+                         f"time by its clock (three recordings)")
+    got = c["runnable_ns"] / c["time_ns"]
+    if abs(got - truth) > CLOCKS:  # what the recording says of the job's thread
+        mine = [l for l in run([BPFSIGHT, "dump", path]).stdout.splitlines()
+                if f'"tid":{job.pid},' in l and '"kind":"process"' not in l]
+        check(False, f"ready to run {got:.3f} of its time by the ledger, {truth:.3f} by its "
+                     f"own clock; {c}\n" + "\n".join(l[:400] for l in mine[:12]))

@@ -1117,6 +1117,20 @@ int ledger__next_thread(const struct ledger *l, size_t *it, __u32 *pid, __u32 *t
 	return 0;
 }
 
+/* How long before its window's start T was queued for a CPU it got inside (0: it was not). */
+static __u64 queued_before(const struct lthread *t)
+{
+	for (size_t i = 0; i < t->noff; i++) {
+		const struct loff *o = &t->off[i];
+		__u64 q = o->blocked ? o->in - o->run : o->out;
+
+		if (o->in <= t->w0)
+			continue;
+		return o->out < t->w0 && q < t->w0 ? t->w0 - q : 0;
+	}
+	return 0;
+}
+
 int ledger__check(const struct ledger *l, size_t *it, struct ledger_check *c)
 {
 	while (*it < l->nthr) {
@@ -1135,8 +1149,12 @@ int ledger__check(const struct ledger *l, size_t *it, struct ledger_check *c)
 		/*
 		 * The timeline between the two reads, as the kernel counts it: time on a CPU as it
 		 * passes, a wait for a CPU whole when it ends (schedstat adds a thread's time queued
-		 * as it gets a CPU: one still waiting at a read is not in it yet).
+		 * as it gets a CPU: one still waiting at a read is not in it yet). A wait the window
+		 * began in is whole too: from when the thread was queued, before the timeline (a
+		 * thread of -p ready at the start; 9 points of its time, a FIFO hog beside it).
 		 */
+		__u64 before = queued_before(t);
+
 		for (size_t k = 0, q = 0; k < t->nseg; k++) {
 			const struct lseg *g = &t->seg[k];
 			__u64 x = g->ts > a ? g->ts : a, y = g->end < b ? g->end : b;
@@ -1147,7 +1165,7 @@ int ledger__check(const struct ledger *l, size_t *it, struct ledger_check *c)
 				continue;
 			if (!q || t->seg[k - 1].state != LSTATE_RUNNABLE ||
 			    t->seg[k - 1].end != g->ts)
-				q = g->ts; /* a new wait for a CPU */
+				q = g->ts == t->w0 ? t->w0 - before : g->ts; /* a new wait */
 			if (g->end > a && g->end <= b &&
 			    (k + 1 == t->nseg || t->seg[k + 1].state != LSTATE_RUNNABLE ||
 			     t->seg[k + 1].ts != g->end))
