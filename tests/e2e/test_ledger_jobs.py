@@ -12,7 +12,8 @@ For each job:
 - the critical unit is the job's (its main loop, or its pool of workers);
 - the verdict's first line names the largest part of the unit's time by the job's own clocks: a
   wait (the region's time but its time ready to run), its time on a CPU, or its time ready to
-  run; its share within 10 points of that truth; the job's line (the region's) named in it.
+  run; its share within 10 points of that truth (of a waiting job's time on a CPU outside its
+  wait, a range: see parts); the job's line (the region's) named in it.
 Where two parts of the truth are within 8 points of each other, either may lead: the machine's
 load (CI shares two cores) moves them, and the verdict must follow what happened.
 """
@@ -39,7 +40,9 @@ CLOSE = 0.08  # truth parts this close may lead either way
 CLOCKS = 0.05
 
 # What each job's region is, in the verdict's words: the label of its line ("lock", "CPU").
-# name: (interpreter, region, its label, the mark of its line, seconds recorded)
+# name: (interpreter, region, its label, the mark of its line, seconds recorded). A CPU job's
+# places come from 99 Hz samples: 2 s (~190 samples) put a region of 0.65 of the time 10 points
+# off at 2.5 sigma, once in a few runs; 4 s makes that 3.6 sigma.
 JOBS = {
     "lock": ("pyenv", "lock", "lock", "lock_acquire", 4),
     "fsync": ("pyenv", "fsync", "syscalls", "fsync", 4),
@@ -49,12 +52,12 @@ JOBS = {
     "subprocess": ("pyenv", "child", "child", "subprocess", 4),
     "logpipe": ("pyenv", "log", "syscalls", "log_call", 4),
     "sleep": ("pyenv", "sleep", "sleep", "sleep", 4),
-    "pycpu": ("pyenv", "hot", "CPU", "hot", 2),
-    "gc": ("pyenv", "gc", "CPU", None, 2),
-    "json": ("pyenv", "parse", "CPU", "json_loads", 2),
-    "pool": ("pyenv", "compress", "CPU", "compress", 2),
-    "sgemm": ("debian", "matmul", "CPU", "matmul", 2),
-    "numpy_mem": ("debian", "add", "CPU", "numpy_add", 2),
+    "pycpu": ("pyenv", "hot", "CPU", "hot", 4),
+    "gc": ("pyenv", "gc", "CPU", None, 4),
+    "json": ("pyenv", "parse", "CPU", "json_loads", 4),
+    "pool": ("pyenv", "compress", "CPU", "compress", 4),
+    "sgemm": ("debian", "matmul", "CPU", "matmul", 4),
+    "numpy_mem": ("debian", "add", "CPU", "numpy_add", 4),
     "oversub": ("debian", "op", "CPU", "oversub_op", 2),
     "mutex": ("native", "lock", "lock", None, 4),
 }
@@ -120,7 +123,16 @@ def job_file(name):
     return "mutex_job" if JOBS[name][0] == "native" else "ledger_jobs.py"
 
 
-def check_sums(rows, duration, said):
+def records_of(path, tid, n=12):
+    """The first N records of thread TID but its process's, as `dump` writes them: what a
+    failure shows of what the recording held."""
+    lines = run([BPFSIGHT, "dump", path]).stdout.splitlines()
+    mine = [l[:400] for l in lines if f'"tid":{tid},' in l and
+            '"kind":"process"' not in l and '"kind":"thread"' not in l]
+    return "\n".join(mine[:n])
+
+
+def check_sums(rows, duration, said, path):
     """Every thread's entries sum to its time in the recording; its time on a CPU and ready to
     run by the ledger's timeline are its own clocks' (the kernel's schedstat, read by the
     recording at its edges: the ledger's `clock` rows), within 2 points of its time."""
@@ -137,32 +149,52 @@ def check_sums(rows, duration, said):
               f"{duration} ns\n{said}")
         for what, key in (("on a CPU", "oncpu_ns"), ("ready to run", "runnable_ns")):
             got, clock = c[key] / c["time_ns"], c["clock_" + key] / c["time_ns"]
-            check(abs(got - clock) <= CLOCKS,
-                  f"{c['thread']} (tid {c['tid']}): {what} {got:.3f} of its time by the "
-                  f"ledger, {clock:.3f} by its own clock\n{said}")
+            if abs(got - clock) > CLOCKS:
+                check(False, f"{c['thread']} (tid {c['tid']}): {what} {got:.3f} of its time by "
+                             f"the ledger, {clock:.3f} by its own clock; {c}\n{said}\n"
+                             f"{records_of(path, c['tid'])}")
 
 
-def parts(name, unit_tids, wall, threads, clocks):
+def parts(name, unit_tids, wall, threads, rows):
     """The truth of the unit's time: {label: share} for its region (a wait: its time but
     ready to run; CPU work: its time on a CPU), its time on a CPU, its time ready to run (these
     two by the threads' own clocks between the recording's edges, its `clock` rows: the job's
-    reads of them come late on a loaded machine)."""
+    reads of them come late on a loaded machine). The clocks cannot see a wait for a CPU still
+    going on at a read, nor the recording's time outside the reads (its end snapshot takes up
+    to 100 ms): the ledger's own account of those edges completes them (its rows' time less
+    the check's, which check_sums held to the clocks). Without it a thread ready 80% of a 2 s
+    window under load was 10 points short by its clock alone."""
     _, region, label, *_ = JOBS[name]
     n = len(unit_tids) * wall
-    mine = [c for c in clocks if c["tid"] in unit_tids]
-    check(len(mine) == len(unit_tids), f"the unit's threads' own clocks: {clocks}")
-    cpu = sum(c["clock_oncpu_ns"] for c in mine) / sum(c["time_ns"] for c in mine)
-    ready = sum(c["clock_runnable_ns"] for c in mine) / sum(c["time_ns"] for c in mine)
+    mine = [c for c in rows if c["unit"] == "clock" and c["tid"] in unit_tids]
+    check(len(mine) == len(unit_tids), f"the unit's threads' own clocks: {mine}")
+    inside = [r for r in rows if r["unit"] == "thread" and r["tid"] in unit_tids]
+    time_in = sum(r["time_ns"] for r in inside)
+
+    def truth_of(key):
+        edges = sum(r[key] for r in inside) - sum(c[key] for c in mine)
+        return (sum(c["clock_" + key] for c in mine) + edges) / time_in
+    cpu, ready = truth_of("oncpu_ns"), truth_of("runnable_ns")
     reg = [sum(threads[t][1].get(region, [0, 0, 0])[i] for t in unit_tids) / n for i in range(3)]
     if label == "CPU":
-        region_part = reg[1]
+        # its wall time but its waits for a CPU: /proc's schedstat CPU is as of the thread's
+        # last tick or switch, so the region's reads move CPU between it and the code around
+        # (numpy's add 0.439 of the time on a CPU by them, its wall less its waits 0.488)
+        region_part = reg[0] - reg[2]
         out = {"CPU": cpu, "no CPU": ready}
         if name == "oversub":  # the op's time off the CPU: waiting for its intra-op threads
             out["lock"] = reg[0] - reg[1] - reg[2]
-    else:
-        region_part = reg[0] - reg[2]
-        out = {label: region_part, "CPU": cpu, "no CPU": ready}
-    return out, region_part
+        return out, region_part, {}
+    region_part = reg[0] - reg[2]
+    # The CPU line is the time on a CPU outside the region's wait (its own CPU, a system
+    # call's, is the wait's line). How much of the region was on a CPU the job cannot tell:
+    # /proc's schedstat is the thread's count as of its last tick or switch, so a region read
+    # around a blocking call gets the CPU of the code before it (fsync's region 0.438 of the
+    # time on a CPU, the spin after it 0.072, under load). Between the bounds: none of the
+    # region on a CPU, or all of it but its time ready to run and the thread's waits for a CPU.
+    high = min(cpu, 1 - region_part - ready)
+    out = {label: region_part, "CPU": high, "no CPU": ready}
+    return out, region_part, {"CPU": max(0.0, cpu - region_part)}
 
 
 def run_job(name):
@@ -192,7 +224,7 @@ def run_job(name):
         " ".join(f"{k} {v[0] / wall:.3f}/{v[1] / wall:.3f}/{v[2] / wall:.3f}"
                  for k, v in regs.items())
         for t, (n, regs, c, r) in threads.items() if c > 0.005 * wall or regs)
-    check_sums(rows, info(path)["duration_ns"], said)
+    check_sums(rows, info(path)["duration_ns"], said, path)
 
     unit = [r for r in rows if r["unit"] == "critical"]
     check(unit, f"a critical unit\n{said}")
@@ -208,8 +240,7 @@ def run_job(name):
     else:  # the main loop
         unit_tids = [pid]
         check(all(r["tid"] == pid for r in unit), f"the main thread is the critical unit\n{said}")
-    truths, region_part = parts(name, unit_tids, wall, threads,
-                                [r for r in rows if r["unit"] == "clock"])
+    truths, region_part, low = parts(name, unit_tids, wall, threads, rows)
 
     # the first line: the largest part by the job's own clocks (or one as close)
     m = re.match(r" \* (\S+(?: \S+)?) +(\d+\.\d)%  (.*)", claims[0]) if claims else None
@@ -221,8 +252,10 @@ def run_job(name):
                                 f"{sorted(leaders)} of {truths}\n{said}")
     check(head.startswith("Verdict: ") and text.split(" (-r ")[0] in head,
           f"the headline is the first line\n{said}")
-    check(abs(got_share - truths[got_label]) <= 0.10,
-          f"{got_label} {got_share:.3f} against the truth's {truths[got_label]:.3f}\n{said}")
+    lo = low.get(got_label, truths[got_label])
+    check(lo - 0.10 <= got_share <= truths[got_label] + 0.10,
+          f"{got_label} {got_share:.3f} against the truth's {lo:.3f}..{truths[got_label]:.3f}"
+          f"\n{said}")
     line = line_of(mark, first)
     if got_label == label and line:  # the job's line, the region's
         place = f"{job_file(name)}:{line}"
@@ -310,24 +343,34 @@ def test_numpy_mem():
 
 
 def test_oversub():
-    """Who had the job's one CPU while its main thread waited for it: the job's own threads as
-    often as they ran on it (their schedstat's time on a CPU over the time), the rest other
-    processes (CI's other tests). Its op's time off the CPU is its wait for its intra-op
-    threads (a futex): on a quiet machine the largest part."""
+    """Who had the job's one CPU while its main thread waited for it (W of its time): the job's
+    own threads, or other processes (CI's other tests). On one CPU the job's other threads run
+    only while the main thread does not, so their time on it (by their own clocks) is at least
+    the part of W the line gives them, and at most that and the main thread's time blocked. Its
+    op's time off the CPU is its wait for its intra-op threads (a futex): on a quiet machine the
+    largest part."""
     head, claims, rows, truths, threads, wall = run_job("oversub")
     ready = [c for c in claims if re.match(r" . no CPU ", c)]
     check(ready, "a line of the time ready to run\n" + "\n".join(claims))
-    held = min(1.0, sum(c for _, (_, _, c, _) in threads.items()) / wall)
+    clocks = {c["tid"]: c for c in rows if c["unit"] == "clock"}
+    pid = next(t for t, (n, *_) in threads.items() if n == "MainThread")
+    main = clocks[pid]
+    span = main["time_ns"]
+    waited = main["clock_runnable_ns"] / span
+    blocked = 1 - waited - main["clock_oncpu_ns"] / span
+    others = sum(c["clock_oncpu_ns"] for t, c in clocks.items() if t != pid) / span
     m = re.search(r"; other processes had the CPUs (\d+)% of it \(the job's 1 CPU\)", ready[0])
     own = re.search(r"; the job's own threads had the CPUs \((\d+) of its threads wanted its 1 "
                     r"CPU\)", ready[0])
     check(m or own, ready[0])
+    given = 0.5 if own else 1 - int(m.group(1)) / 100  # of W: at least half when theirs
+    said = (f"the job's other threads ran {others:.2f} of the time, the main thread waited "
+            f"{waited:.2f} and was blocked {blocked:.2f}\n{ready[0]}")
+    check(others >= given * waited - 0.10, said)
+    if m:
+        check(others <= given * waited + blocked + 0.10, said)
     if own:  # more of its threads than its one CPU wanted it, at most all of them
-        check(held >= 0.40 and 2 <= int(own.group(1)) <= len(threads),
-              f"the job's threads held its CPU {held:.2f} of the time\n{ready[0]}")
-    else:
-        check(abs((100 - int(m.group(1))) / 100 - held) <= 0.15,
-              f"the job's threads held its CPU {held:.2f} of the time\n{ready[0]}")
+        check(2 <= int(own.group(1)) <= len(threads), said)
 
 
 def test_mutex():
@@ -359,4 +402,55 @@ def test_top_ledger_view_of_the_lock_job():
           f"the pool waiting for the lock at its line, in an interval:\n{p.stdout}")
     ran = [l for l in lines if re.search(rf"MainThread \(main thread, pid {pid}\) ran on a CPU", l)
            and float(re.match(r" . \S+(?: \S+)? +([\d.]+)%", l).group(1)) >= 20]
-    eq(ran, [], "the main thread, asleep throughout, said to run")
+    eq(ran, [], f"the main thread, asleep throughout, said to run:\n{p.stdout}")
+
+
+def test_a_wait_for_a_cpu_begun_before_the_start_is_counted_whole():
+    """A thread queued for its CPU as the recording begins (a spinner of SCHED_IDLE on CPU 0, a
+    plain spinner beside it from before the recorder's start until it is live, then the first
+    one back to SCHED_OTHER; a hog at nice -20 starved CPU 0's kernel threads too, and a
+    recorder beside it could not start within a minute on a loaded machine): its
+    wait ends inside the recording, and its own clock (schedstat) counts the whole wait then,
+    from when it was queued; so does the ledger's check of its timeline, by the switch-out
+    the recording's start read (the walk clips the interval to the start; the check took it
+    from there: 0.775 of the thread's time ready to run against 1.330 by its clock). The idle
+    thread still gets a slice now and then: a recording where it was not queued at the start
+    is made again, at most three times."""
+    need_root()
+    py = need_pyenv(11)
+    job = spawn(["taskset", "-c", "0", py, "-c", "while True: pass"])
+    hog = None
+    try:
+        for attempt in range(3):
+            run(["chrt", "-i", "-p", "0", str(job.pid)], check=True)
+            hog = spawn(["taskset", "-c", "0", py, "-c",
+                         "import select, sys\n"
+                         "while not select.select([sys.stdin], [], [], 0)[0]: pass"])
+            time.sleep(0.5)
+            path = os.path.join(tmpdir(), f"queued{attempt}.bst")
+            rec = Recorder("-p", str(job.pid), "-t", "sched", "-d", "2s", out=path)
+            rec.wait_ready()
+            hog.kill()
+            hog.wait()
+            # an idle thread runs only where nothing else would: it gets its CPU now, its
+            # wait (a change of policy keeps it queued) ending inside the recording
+            run(["chrt", "-o", "-p", "0", str(job.pid)], check=True)
+            eq(rec.wait(120), 0, rec.stderr[-600:])
+            rows = stats(path, "ledger")["ledger"]
+            clock = [r for r in rows if r["unit"] == "clock" and r["tid"] == job.pid]
+            check(clock, f"the job's own clocks read at the edges: {rows}")
+            c = clock[0]
+            truth = c["clock_runnable_ns"] / c["time_ns"]
+            if truth >= 0.15:
+                break
+    finally:
+        for p in (job, hog):
+            if p:
+                p.kill()
+                p.wait()
+    check(truth >= 0.15, f"the job was queued at the start: ready to run {truth:.3f} of its "
+                         f"time by its clock (three recordings)")
+    got = c["runnable_ns"] / c["time_ns"]
+    check(abs(got - truth) <= CLOCKS, f"ready to run {got:.3f} of its time by the ledger, "
+                                      f"{truth:.3f} by its own clock; {c}\n"
+                                      f"{records_of(path, job.pid)}")

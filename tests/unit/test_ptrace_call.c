@@ -135,10 +135,10 @@ static void test_borrowed_call(void)
 	close(from_call[1]);
 	c.pid = pid;
 	/*
-	 * Until the child sits in its read (the call is meant for a waiting thread): within 60 s,
-	 * as the call's answer below; 5 s was no bound on a loaded machine (a full run's last
-	 * lane, fuzzers beside it, failed this test once; that the child was not yet waiting
-	 * then is likely, not shown).
+	 * Until the child sits in its read (the call is meant for a waiting thread), within 60 s.
+	 * A runnable child's line is "running", which atoi() reads as 0, SYS_read: taken for the
+	 * read, the call was borrowed before the child had set called_fd, and its answer never
+	 * came (a full run's last lane failed so, twice).
 	 */
 	for (int i = 0; i < 6000; i++) {
 		char fn[64], buf[32] = "";
@@ -146,7 +146,8 @@ static void test_borrowed_call(void)
 
 		snprintf(fn, sizeof(fn), "/proc/%d/syscall", pid);
 		f = fopen(fn, "r");
-		if (f && fgets(buf, sizeof(buf), f) && atoi(buf) == SYS_read && buf[0] != '-') {
+		if (f && fgets(buf, sizeof(buf), f) && buf[0] >= '0' && buf[0] <= '9' &&
+		    atoi(buf) == SYS_read) {
 			fclose(f);
 			break;
 		}

@@ -276,7 +276,19 @@ void ledger__offcpu(struct ledger *l, __u32 pid, __u32 tid, __u32 cpu, __u64 out
 	o->stack = stack;
 	o->waker = waker;
 	o->blocked = !!blocked;
+	o->open = 0;
 	seen(l, pid, cpu, out + dur);
+}
+
+void ledger__offcpu_now(struct ledger *l, __u32 pid, __u32 tid, __u32 cpu, __u64 out, __u64 dur,
+			int blocked, const struct trace_stack *stack)
+{
+	struct lthread *t = ledger__thr(l, pid, tid, 1);
+	size_t n = t ? t->noff : 0;
+
+	ledger__offcpu(l, pid, tid, cpu, out, dur, 0, blocked, 0, stack);
+	if (t && t->noff > n)
+		t->off[n].open = 1;
 }
 
 void ledger__span(struct ledger *l, const struct ledger_span *s)
@@ -994,6 +1006,37 @@ static void quick(struct ledger *l, struct lthread *t)
  */
 #define TAIL_MIN_NS 4000000ull /* a tick at HZ=250 */
 
+/*
+ * A live read's sleep (open) goes on after the read: to the next interval of the thread that
+ * begins after it, else to END, unless one of its records covers the read (the thread's own
+ * switch-in wrote that sleep whole). Without it, the time from the read to the cut counted as
+ * on a CPU in an interval without the thread's clocks (its first): a main thread asleep in a
+ * read throughout ran 203 ms of 994 ms, where top's read of the pool took long under load.
+ */
+static void open_reads(struct lthread *t, __u64 end)
+{
+	for (size_t i = 0; i < t->noff; i++) {
+		struct loff *o = &t->off[i];
+		__u64 next = end;
+		int covered = 0;
+
+		if (!o->open || o->in >= end)
+			continue;
+		for (size_t j = 0; j < t->noff && !covered; j++) {
+			const struct loff *p = &t->off[j];
+
+			if (j == i)
+				continue;
+			if (!p->open && p->out <= o->in && p->in > o->in)
+				covered = 1;
+			else if (p->out >= o->in && p->out < next)
+				next = p->out;
+		}
+		if (!covered)
+			o->in = next;
+	}
+}
+
 static void tail_asleep(struct lthread *t, __u64 start, __u64 end)
 {
 	__u64 off = 0, run = 0, last = t->born > start ? t->born : start, cpu, delay, on, e;
@@ -1048,8 +1091,10 @@ static int build(struct ledger *l, const struct trace_model *m, int all)
 		}
 		l->start = start;
 		l->end = end;
-		for (size_t i = 0; l->win_end > l->win_start && i < l->nthr; i++)
+		for (size_t i = 0; l->win_end > l->win_start && i < l->nthr; i++) {
+			open_reads(&l->thr[i], end);
 			tail_asleep(&l->thr[i], start, end);
+		}
 		for (size_t i = 0; i < l->nthr; i++)
 			quick(l, &l->thr[i]);
 	}
@@ -1117,6 +1162,20 @@ int ledger__next_thread(const struct ledger *l, size_t *it, __u32 *pid, __u32 *t
 	return 0;
 }
 
+/* How long before its window's start T was queued for a CPU it got inside (0: it was not). */
+static __u64 queued_before(const struct lthread *t)
+{
+	for (size_t i = 0; i < t->noff; i++) {
+		const struct loff *o = &t->off[i];
+		__u64 q = o->blocked ? o->in - o->run : o->out;
+
+		if (o->in <= t->w0)
+			continue;
+		return o->out < t->w0 && q < t->w0 ? t->w0 - q : 0;
+	}
+	return 0;
+}
+
 int ledger__check(const struct ledger *l, size_t *it, struct ledger_check *c)
 {
 	while (*it < l->nthr) {
@@ -1135,8 +1194,12 @@ int ledger__check(const struct ledger *l, size_t *it, struct ledger_check *c)
 		/*
 		 * The timeline between the two reads, as the kernel counts it: time on a CPU as it
 		 * passes, a wait for a CPU whole when it ends (schedstat adds a thread's time queued
-		 * as it gets a CPU: one still waiting at a read is not in it yet).
+		 * as it gets a CPU: one still waiting at a read is not in it yet). A wait the window
+		 * began in is whole too: from when the thread was queued, before the timeline (a
+		 * thread of -p ready at the start; 9 points of its time, a FIFO hog beside it).
 		 */
+		__u64 before = queued_before(t);
+
 		for (size_t k = 0, q = 0; k < t->nseg; k++) {
 			const struct lseg *g = &t->seg[k];
 			__u64 x = g->ts > a ? g->ts : a, y = g->end < b ? g->end : b;
@@ -1147,7 +1210,7 @@ int ledger__check(const struct ledger *l, size_t *it, struct ledger_check *c)
 				continue;
 			if (!q || t->seg[k - 1].state != LSTATE_RUNNABLE ||
 			    t->seg[k - 1].end != g->ts)
-				q = g->ts; /* a new wait for a CPU */
+				q = g->ts == t->w0 ? t->w0 - before : g->ts; /* a new wait */
 			if (g->end > a && g->end <= b &&
 			    (k + 1 == t->nseg || t->seg[k + 1].state != LSTATE_RUNNABLE ||
 			     t->seg[k + 1].ts != g->end))

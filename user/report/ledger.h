@@ -76,6 +76,12 @@ enum ledger_kind ledger__kind_of_syscall(int nr);
  * blocked (--stacks=sched), NULL when none. */
 void ledger__offcpu(struct ledger *l, __u32 pid, __u32 tid, __u32 cpu, __u64 out, __u64 dur,
 		    __u64 runnable, int blocked, __u32 waker, const struct trace_stack *stack);
+/*
+ * A live read (top's): thread TID off its CPU at OUT + DUR, since OUT. Its sleep goes on after
+ * the read until a record says it ran (the next interval of its own), else to the window's end.
+ */
+void ledger__offcpu_now(struct ledger *l, __u32 pid, __u32 tid, __u32 cpu, __u64 out, __u64 dur,
+			int blocked, const struct trace_stack *stack);
 
 /* A span of thread TID of PID: inside WHAT (a function, "the GIL") of KIND from TS for DUR; NR
  * its system call (-1: none), OTHER a thread it waited for (the GIL's holder; 0: none). */

@@ -30,6 +30,7 @@ struct loff {
 	const struct trace_stack *stack;
 	__u32 waker;
 	__u8 blocked;
+	__u8 open; /* a live read's: the sleep went on past IN (ledger__offcpu_now) */
 };
 
 /* A span [ts, end) of a kind; NR its system call (-1: none). */

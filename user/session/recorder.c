@@ -457,6 +457,20 @@ static int start(struct recording *r)
 		}
 		it.slot->attached = 1;
 	}
+	/*
+	 * Children of -p forked while the families attached, after the first look for them and
+	 * before proc's fork hook was live, were traced by nothing: a job forking 300 processes
+	 * as the recording began lost 6 of them on a loaded machine. Looked for again now that
+	 * every fork from here on is seen.
+	 */
+	if (!o->no_subprocesses && r->opts.npids) {
+		__u32 had = r->opts.npids;
+
+		target_tree__take_children(&r->opts);
+		for (__u32 i = had; i < r->opts.npids; i++)
+			if (add_target(ctx, r->opts.pids[i]))
+				return -1;
+	}
 	make_dispatch(r);
 	/* And those forked meanwhile, before proc.bpf.c took over from its attach on. */
 	err = exclude__fill(ctx);

@@ -92,9 +92,9 @@ static void snap_process(struct recording *r, __u32 pid, __u32 edge)
 		ts->flags = snap__flags(&s, th) | edge;
 		ts->off_cpu_ns = runs || !t->state ? 0 : t->off_cpu_ns;
 		ts->arg0 = t->arg0;
-		ts->cpu_ns = t->cpu_ns;
+		ts->cpu_ns = th->cpu_ns;
 		ts->error_id = th->error && !th->stack_id ? record_ctx__intern(ctx, th->error) : 0;
-		tc.run_delay_ns = t->run_delay_ns;
+		tc.run_delay_ns = th->run_delay_ns; /* both at the snapshot's moment */
 		record_ctx__write(ctx, &tc);
 		/* A trigger's: its Python name as read now (a thread started since the names' last
 		 * read). The edges' threads are named by the recording's own reads. */

@@ -120,8 +120,13 @@ static void add_new(struct snap_run *r)
 	struct snap *s = r->out;
 
 	for (__u32 i = 0; i < r->nview && s->n < SNAP_MAX_THREADS; i++)
-		if (thread_index(s, r->view[i].tid) < 0)
-			s->threads[s->n++].task = r->view[i];
+		if (thread_index(s, r->view[i].tid) < 0) {
+			struct snap_thread *th = &s->threads[s->n++];
+
+			th->task = r->view[i];
+			th->cpu_ns = r->view[i].cpu_ns;
+			th->run_delay_ns = r->view[i].run_delay_ns;
+		}
 }
 
 /*

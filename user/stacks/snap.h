@@ -23,7 +23,15 @@ struct stack_svc;
 struct trace_model;
 
 struct snap_thread {
-	struct snap_task task;	       /* the iterator's last view of it */
+	struct snap_task task; /* the iterator's last view of it */
+	/*
+	 * Its own clocks (schedstat's) at the first look that saw it, the snapshot's moment
+	 * (read_at, for each thread there at the start): the last view's are up to the wait for
+	 * a running thread's sample later (300 ms at a recording's edges), and a ready thread on
+	 * a loaded machine waits for its CPU meanwhile (the ledger's check counted 6 points more
+	 * of its time ready to run by its clock than by the timeline up to read_at).
+	 */
+	__u64 cpu_ns, run_delay_ns;
 	__u32 stack_id;		       /* its stack (trace_model__stack(snap.model, id)), 0: none */
 	int gil;		       /* it holds the GIL */
 	int sampled;		       /* read by a sample while it ran (else from memory) */

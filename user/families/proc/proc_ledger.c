@@ -18,9 +18,9 @@ static void proc_ledger_feed(struct ledger *l, const struct bs_hdr *rec,
 		 (c->s.flags & BS_SNAP_NOW) && !(c->s.flags & BS_SNAP_RUNNING) && c->s.off_cpu_ns &&
 		 c->s.off_cpu_ns < rec->ts)
 		/* a live view's read (top -p): a thread off its CPU now, its switch-in to come */
-		ledger__offcpu(l, rec->pid, rec->tid, rec->cpu, rec->ts - c->s.off_cpu_ns,
-			       c->s.off_cpu_ns, 0, c->s.state != 0, 0,
-			       c->s.stack_id ? trace_model__stack(m, c->s.stack_id) : NULL);
+		ledger__offcpu_now(l, rec->pid, rec->tid, rec->cpu, rec->ts - c->s.off_cpu_ns,
+				   c->s.off_cpu_ns, c->s.state != 0,
+				   c->s.stack_id ? trace_model__stack(m, c->s.stack_id) : NULL);
 	else if (rec->type == BS_REC_FORK && rec->size >= sizeof(*f))
 		ledger__life(l, f->child_pid, f->child_tid, rec->ts, 0);
 	else if (rec->type == BS_REC_EXIT && rec->size >= sizeof(struct bs_exit))

@@ -8,11 +8,18 @@ static void sched_ledger_feed(struct ledger *l, const struct bs_hdr *rec,
 			      const struct trace_model *m)
 {
 	const struct bs_offcpu *o = (const void *)rec;
+	__u64 out;
 
 	if (rec->type != BS_REC_OFFCPU || rec->size < sizeof(*o) || (o->state & BS_SCHED_DEAD))
 		return;
+	/*
+	 * From its real switch-out, not the recording's start the walk clipped it to: the ledger
+	 * keeps to its window itself, and the check against the thread's own clock counts a wait
+	 * for a CPU whole, from when the thread was queued, as the kernel does.
+	 */
+	out = trace_model__began(m, rec);
 	/* a stack only on a block (taken when it returns to user space), and not a brief one */
-	ledger__offcpu(l, rec->pid, rec->tid, rec->cpu, rec->ts, o->dur, o->runnable_ns,
+	ledger__offcpu(l, rec->pid, rec->tid, rec->cpu, out, rec->ts + o->dur - out, o->runnable_ns,
 		       o->state != 0, o->waker_tid,
 		       o->state && o->dur >= LEDGER_STACK_MIN_NS ? trace_model__event_stack(m, rec)
 								 : NULL);
