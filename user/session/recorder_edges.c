@@ -156,7 +156,10 @@ size_t recording__snap_processes(struct recording *r, const __u32 *pids, size_t 
 				 "before it",
 				 SNAP_BUDGET_NS / 1e9);
 		}
-		record_ctx__hdr(&ps.h, BS_REC_PROC_SNAP, sizeof(ps), pids[i], pids[i], 0);
+		/* of this snapshot, as the ones read are: a start's said apart from an end's */
+		record_ctx__hdr(&ps.h, BS_REC_PROC_SNAP, sizeof(ps), pids[i], pids[i],
+				mono_now_ns());
+		ps.edge = (__u16)edge;
 		ps.error_id = record_ctx__intern(&r->ctx, why);
 		record_ctx__write(&r->ctx, &ps);
 	}
