@@ -271,7 +271,10 @@ def test_unwind_option_chooses_the_walk_and_the_tables_memory():
     # The samples in qsort's sort stop there. One that lands in a libc function that has not
     # touched the frame pointer (free, called by qsort) walks on by it to its caller's callers,
     # as it would without a table: it may reach main.
-    through = [s for s in stacks if "qsort" in " ".join(map(str, s)) or "msort_with_tmp" in s]
+    # libc's own frames: the workload's unwind_qsort (its name has "qsort") reaches main
+    # rightly from a sample in its own code, before or after its call (seen under load)
+    through = [s for s in stacks if any(str(f) in ("qsort", "qsort_r", "__qsort_r") or
+                                        str(f).startswith("msort_with_tmp") for f in s)]
     check(through and not any("main" in s for s in through),
           f"tables:64K: the stacks in qsort stop in libc: {through[-1:]}")
     for bad in ("tables:1K", "tables:2G", "dwarf", "tables:"):
