@@ -219,11 +219,19 @@ def calls():
             except ValueError:
                 pass
             late(SPIN)
+        # No thread takes the GIL from another between the shim's hook and this one's (the
+        # job's SCHED_FIFO, for the GIL): 3.12+ calls the shim's sys.monitoring tool first at
+        # a return too, then the profile function, Python code that may give the GIL away
+        # before its clock read; 3 threads each waiting up to 5 ms there put thread_work's
+        # truth 8% over the shim's span on 3.15 (a full run under load).
+        interval = sys.getswitchinterval()
+        sys.setswitchinterval(100.0)
         threads = [threading.Thread(target=thread_work, args=(5,)) for _ in range(3)]
         for th in threads:
             th.start()
         for th in threads:
             th.join()
+        sys.setswitchinterval(interval)
     gc.enable()
     g.pop("late", None)
     print(json.dumps({"pid": os.getpid(), "version": list(sys.version_info[:2]),
