@@ -353,7 +353,7 @@ def test_oversub():
     ready = [c for c in claims if re.match(r" . no CPU ", c)]
     check(ready, "a line of the time ready to run\n" + "\n".join(claims))
     clocks = {c["tid"]: c for c in rows if c["unit"] == "clock"}
-    pid = next(t for t, (n, *_) in threads.items() if n == "MainThread")
+    pid = next(r["pid"] for r in rows if r["unit"] == "critical")  # its main thread's tid
     main = clocks[pid]
     span = main["time_ns"]
     waited = main["clock_runnable_ns"] / span
