@@ -270,8 +270,12 @@ def test_hang_window_after_the_communicators_creation():
                 seqs.setdefault(e["pid"], []).append(e["args"]["seq"])
                 eq(e["args"].get("rank"), pids.index(e["pid"]), "each call's rank")
         for p in pids:
-            check(seqs[p] and seqs[p][-1] == at - 1 and seqs[p][0] > 0 and
-                  seqs[p] == list(range(seqs[p][0], at)), f"pid {p}'s collectives: {seqs[p]}")
+            got = seqs.get(p, [])
+            check(got and got[-1] == at - 1 and got[0] > 0 and got == list(range(got[0], at)),
+                  f"rank {pids.index(p)} (pid {p})'s collectives in the window: {got[:3]}..."
+                  f"{got[-3:]}; the ranks': { {pids.index(q): len(v) for q, v in seqs.items()} }; "
+                  f"window from {start}, rank 2 stalled at {stall}; the recorder said: "
+                  f"{rec.stderr[-1500:]}")
         rec.stop()
     finally:
         job.kill()
