@@ -48,8 +48,12 @@ static int idle_call(const struct lthread *t, enum ledger_kind kind, const char 
 static inline __attribute__((always_inline)) int merge_runs(void *v, size_t n, size_t size,
 							    size_t *runs, size_t nruns)
 {
-	char *tmp = malloc(n * size + 1), *from = v, *to = tmp;
+	char *tmp, *from = v, *to;
 
+	if (nruns < 2 || !n)
+		return 0; /* sorted already; V may be NULL (memcpy to NULL is undefined, even of 0) */
+	tmp = malloc(n * size);
+	to = tmp;
 	if (!tmp)
 		return -ENOMEM;
 	while (nruns > 1) {
