@@ -733,6 +733,42 @@ static __always_inline int on_exit(struct task_struct *p)
 	return 0;
 }
 
+/* A flight-recorder dump's cut, for gil_open_iter (user space sets it before each run). */
+__u64 gil_cut_ns = 0;
+
+/*
+ * A dump's cut: each wait still going then, as a record of its time so far (bs_gil_wait_open),
+ * written to the iterator's reader, not to the ring: the wait goes on and is recorded again
+ * when it ends (docs/FLIGHT.md, "What a dump holds").
+ */
+SEC("iter/task")
+int gil_open_iter(struct bpf_iter__task *ctx)
+{
+	struct task_struct *t = ctx->task;
+	struct bs_gil_wait_open r = {};
+	struct gil_thr *st;
+	__u64 cut = gil_cut_ns;
+
+	if (!t)
+		return 0;
+	st = bpf_task_storage_get(&gil_thr, t, NULL, 0);
+	if (!st || !st->wait_start || cut <= st->wait_start || !proc_cfg(t->tgid))
+		return 0;
+	r.w.h.type = BS_REC_GIL_WAIT;
+	r.w.h.size = sizeof(r);
+	r.w.h.pid = t->tgid;
+	r.w.h.tid = t->pid;
+	r.w.h.ts = st->wait_start;
+	r.w.dur = cut - st->wait_start;
+	r.w.holder_tid = st->first_holder;
+	r.w.rounds = st->rounds;
+	r.w.flags = st->flags | BS_GIL_WAIT_OPEN;
+	r.seg_start = st->seg_start < cut ? st->seg_start : cut;
+	r.seg_holder = st->holder;
+	bpf_seq_write(ctx->meta->seq, &r, sizeof(r));
+	return 0;
+}
+
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(gil_exit_btf, struct task_struct *p)
 {

@@ -58,6 +58,23 @@ struct bs_gil_sample {
 #define BS_GIL_WAIT_MUTEX    0x1 /* it began blocked on the GIL's mutex */
 #define BS_GIL_WAIT_TAKE_GIL 0x2 /* timed from take_gil's entry to its return (full mode) */
 #define BS_GIL_WAIT_HANDOFF  0x4 /* the holder changed meanwhile: BLAME splits the time */
+/*
+ * Still waiting when a flight-recorder dump was cut (ts its start, dur its time until the cut):
+ * a bs_gil_wait_open, which says the part of it not yet blamed on a holder (docs/FORMAT.md).
+ */
+#define BS_GIL_WAIT_OPEN 0x8
+
+/*
+ * A GIL wait open at a dump's cut: the wait (flags BS_GIL_WAIT_OPEN, holder_tid the holder
+ * when it began) and its current segment, [seg_start, ts + dur) blamed on seg_holder, which
+ * no BLAME record holds yet (a segment is blamed when the holder changes or the wait ends).
+ */
+struct bs_gil_wait_open {
+	struct bs_gil_wait w;
+	__u64 seg_start;
+	__u32 seg_holder;
+	__u32 _pad;
+};
 
 /* Full mode: hdr.tid held the GIL from hdr.ts (take_gil returned) for dur (drop_gil). */
 struct bs_gil_hold {
@@ -156,6 +173,7 @@ struct bs_gil_cfg {
 #define BS_GIL_CFG_OFF	 0x4 /* known python without a GIL to watch (free-threaded) */
 
 BS_ASSERT_RECORD(bs_gil_wait, 40);
+BS_ASSERT_RECORD(bs_gil_wait_open, 56);
 BS_ASSERT_RECORD(bs_gil_holder, 40);
 BS_ASSERT_RECORD(bs_gil_sample, 40);
 BS_ASSERT_RECORD(bs_gil_hold, 32);

@@ -374,38 +374,76 @@ int osrt_start_iter_btf(struct bpf_iter__task *ctx)
 
 /* The recording's end, for the stop's iterator (user space sets it before it runs). */
 __u64 osrt_stop_ns = 0;
+/* A flight-recorder dump's cut, for osrt_open_iter (user space sets it before each run). */
+__u64 osrt_cut_ns = 0;
+
+/*
+ * Thread T's call in flight at NOW as the record its return would have written then, flagged
+ * BS_SYSCALL_OPEN (no return value yet) into R: 0, or 1 when it has none to write. Calls
+ * shorter than the threshold stay out, as they would have stayed out of the records.
+ */
+static __always_inline int open_call(struct task_struct *t, struct sys_start *st, __u64 now,
+				     struct bs_syscall *r)
+{
+	if (!st || !st->ts || now < st->ts || now - st->ts < threshold_ns)
+		return 1;
+	r->dur = now - st->ts;
+	r->ret = 0;
+	r->nr = st->nr;
+	r->flags = BS_SYSCALL_OPEN | (blocked_mode ? BS_SYSCALL_BLOCKED : 0);
+	return 0;
+}
 
 /*
  * When the recording stops, its sys_enter and sys_exit detached: each call still in flight at
- * its end, as the record its return would have written then, flagged BS_SYSCALL_OPEN (no
- * return value yet). Calls shorter than the threshold stay out, as they would have stayed out
- * of the records.
+ * its end, as its record, into the ring; the call is forgotten.
  */
 SEC("iter/task")
 int osrt_stop_iter_btf(struct bpf_iter__task *ctx)
 {
 	struct task_struct *t = ctx->task;
-	struct bs_syscall *r;
+	struct bs_syscall *r, c = {};
 	struct sys_start *st;
-	__u64 now;
 
 	if (!t)
 		return 0;
 	st = bpf_task_storage_get(&sys_start_task, t, NULL, 0);
-	if (!st || !st->ts)
-		return 0;
-	now = osrt_stop_ns;
-	if (now < st->ts || now - st->ts < threshold_ns)
+	if (open_call(t, st, osrt_stop_ns, &c))
 		return 0;
 	r = bs_reserve_final(BS_REC_SYSCALL, sizeof(*r), t->tgid, t->pid, st->ts);
 	if (!r)
 		return 0;
-	r->dur = now - st->ts;
-	r->ret = 0;
-	r->nr = st->nr;
-	r->flags = BS_SYSCALL_OPEN | (blocked_mode ? BS_SYSCALL_BLOCKED : 0);
+	r->dur = c.dur;
+	r->ret = c.ret;
+	r->nr = c.nr;
+	r->flags = c.flags;
 	st->ts = 0;
 	bs_submit(r);
+	return 0;
+}
+
+/*
+ * A dump's cut (the recording goes on): each call in flight then, as its record so far, to
+ * the iterator's reader, not to the ring; the call is written again at its return.
+ */
+SEC("iter/task")
+int osrt_open_iter_btf(struct bpf_iter__task *ctx)
+{
+	struct task_struct *t = ctx->task;
+	struct bs_syscall r = {};
+	struct sys_start *st;
+
+	if (!t || !bs_is_target(t->tgid))
+		return 0;
+	st = bpf_task_storage_get(&sys_start_task, t, NULL, 0);
+	if (open_call(t, st, osrt_cut_ns, &r))
+		return 0;
+	r.h.type = BS_REC_SYSCALL;
+	r.h.size = sizeof(r);
+	r.h.pid = t->tgid;
+	r.h.tid = t->pid;
+	r.h.ts = st->ts;
+	bpf_seq_write(ctx->meta->seq, &r, sizeof(r));
 	return 0;
 }
 

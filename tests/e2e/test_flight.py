@@ -385,6 +385,88 @@ def test_flight_gil_trigger_and_the_gil_state_before_the_window():
     open_with_every_reader(dumps[0])
 
 
+def test_flight_gil_dump_holds_every_waiter_of_the_incident():
+    """Four threads wait ~400 ms for the GIL the main thread keeps through a C call
+    (--hold-start); the trigger fires on the first of those waits to end, the dump is cut at
+    once (--trigger-after 0s): the other waiters, still waiting then, are in the dump as open
+    waits (in_flight, their time to the cut), so each waiter has its long wait in the dump, and
+    gil_sum's totals hold them: no waiter's total is under the time gil_blocked_by blames on
+    its holders (before, the totals had only the waits that ended before the cut, and the
+    blame had the open waits' segments: 27 ms against 568 ms)."""
+    need_root()
+    from test_gil import WORK, need_pyenv, truth_of
+    py = need_pyenv()
+    w = spawn([py, WORK, "--go", "--hold-start", "400", "cpu", "4", "0.3"])
+    pid = int(w.stdout.readline().split()[1])
+    d = tmpdir()
+    r = Recorder("-t", "gil", "-p", str(pid), "--flight-recorder", "3s", "--trigger",
+                 "gil:*>200ms", "--trigger-after", "0s", "--max-dumps", "1",
+                 out=os.path.join(d, "fr.bst"))
+    r.wait_ready()
+    tell(w, "go")
+    truth = truth_of(w.stdout.read())
+    w.wait(60)
+    wait_for(lambda: "flight recorder: wrote" in r.stderr, 30, "the dump")
+    eq(r.stop(), 0, f"recorder exit ({r.stderr[-500:]})")
+    path = re.search(r"flight recorder: wrote (\S+):", r.stderr).group(1)
+    waiters = {v["tid"]: k for k, v in truth["threads"].items() if k.startswith("cpu-")}
+    eq(len(waiters), 4, f"the workload's threads: {truth}")
+    waits = [e for e in dump(path) if e["kind"] == "gil_wait" and e["tid"] in waiters]
+    for tid, name in waiters.items():
+        check(any(e["tid"] == tid and e["dur"] > 200 * MS for e in waits),
+              f"{name}'s wait for the holder in the dump: "
+              f"{[(e['tid'], e['dur'], e['args']) for e in waits]}")
+    opened = [e for e in waits if e["args"].get("in_flight")]
+    check(opened, "waits still open at the cut, flagged in_flight: "
+          f"{[(e['tid'], e['dur'], e['args']) for e in waits]}")
+    end = int(re.search(r"window_end_ns=(\d+)", info(path)["options"]).group(1))
+    for e in opened:
+        check(e["ts"] + e["dur"] <= end, f"an open wait ends at the cut, in the window: {e}")
+    rep = stats(path, "gil_sum,gil_blocked_by")
+    for tid, name in waiters.items():
+        total = row(rep["gil_sum"], tid=tid)["wait_total_ns"]
+        blamed = sum(x["total_ns"] for x in rep["gil_blocked_by"] if x["waiter_tid"] == tid)
+        check(total >= 200 * MS and blamed <= total,
+              f"{name}: gil_sum's total {total} holds the blame on its holders {blamed}")
+    open_with_every_reader(path)
+
+
+def test_flight_sigusr1_dump_says_why_and_holds_the_open_read():
+    """A dump an operator asks for (SIGUSR1) opens with that, and holds the read the job has
+    been blocked in for a while, open at the cut (in_flight): it began in the window, it ends
+    after the dump."""
+    need_root()
+    d = tmpdir()
+    at = os.path.join(d, "reading")
+    code = ("import os; r, w = os.pipe(); open(%r, 'w').write(str(os.getpid())); "
+            "os.read(r, 1)" % at)
+    r = Recorder("-t", "osrt", "--flight-recorder", "2s", "--", "/usr/bin/python3", "-c", code,
+                 out=os.path.join(d, "fr.bst"))
+    pid = None
+    try:
+        r.wait_ready()
+        wait_for(lambda: os.path.exists(at) and open(at).read(), 30, "the job's read")
+        pid = int(open(at).read())
+        wait_for(lambda: open(f"/proc/{pid}/syscall").read().startswith("0 "), 30,
+                 "the job asleep in its read")
+        r.p.send_signal(signal.SIGUSR1)
+        wait_for(lambda: "flight recorder: wrote" in r.stderr, 30, "the dump")
+        path = re.search(r"flight recorder: wrote (\S+):", r.stderr).group(1)
+        reads = [e for e in dump(path) if e["kind"] == "syscall" and e["pid"] == pid and
+                 e["name"] == "read"]
+        opened = [e for e in reads if e["args"].get("in_flight")]
+        check(len(opened) == 1 and opened[0]["ts"] == max(e["ts"] for e in reads),
+              f"the blocked read, open at the cut: {opened} of {len(reads)} reads")
+        v = run([BPFSIGHT, "stats", path, "--wide"], check=True).stdout
+        head = next((b for b in v.split("\n\n") if b.startswith("Verdict:")), v[:600])
+        check(head.startswith("Verdict: dumped on: written on SIGUSR1: an operator asked"),
+              head)
+    finally:
+        if pid:
+            os.kill(pid, signal.SIGKILL)
+        r.stop()
+
+
 @alone("a system-wide recording (-a): other tests' processes would be traced by it (their new "
        "programs' unwind tables kept it seconds behind the jobs it waits for)")
 def test_flight_trigger_limited_to_a_process():

@@ -134,6 +134,15 @@ struct family_record {
 	 */
 	void (*in_flight)(struct record_ctx *ctx, void *state, family_in_flight_fn fn, void *arg);
 	/*
+	 * With --flight-recorder, as a dump is cut at CUT (the recording goes on): hand FN each
+	 * wait or call of the family still open then, as the record its end would write, flagged
+	 * open (ts its start, dur up to CUT), so that the dump holds the whole incident (a GIL
+	 * wait, a system call). Reads, changes nothing. May be NULL (in_flight's calls are
+	 * written too).
+	 */
+	void (*open_at)(struct record_ctx *ctx, void *state, __u64 cut, family_in_flight_fn fn,
+			void *arg);
+	/*
 	 * With --flight-recorder: a dump's window begins at FROM_TS; write with FN what the
 	 * window's records need of the family's state before it that no state record holds
 	 * (nccl: each communicator and how many collectives it had made, so the window's are

@@ -267,6 +267,49 @@ int record_ctx__run_iter(struct bpf_link *link, const char *what)
 	return err;
 }
 
+int record_ctx__iter_records(struct bpf_program *prog, size_t size, const char *what,
+			     void (*fn)(void *arg, __u32 pid, __u32 tid, const struct bs_hdr *rec),
+			     void *arg)
+{
+	struct bpf_link *link;
+	char *buf;
+	size_t have = 0;
+	ssize_t n;
+	int fd, err = 0;
+
+	if (!prog || !bpf_program__autoload(prog) || bpf_program__fd(prog) < 0)
+		return 0;
+	buf = malloc(size * 64);
+	link = bpf_program__attach_iter(prog, NULL);
+	fd = link ? bpf_iter_create(bpf_link__fd(link)) : -1;
+	if (!buf || fd < 0) {
+		err = buf ? -errno : -ENOMEM;
+		goto out;
+	}
+	/* A record may be split across reads: whole ones are handed on, the rest kept. */
+	while ((n = read(fd, buf + have, size * 64 - have)) > 0) {
+		size_t whole = (have + (size_t)n) / size * size;
+
+		for (size_t off = 0; off < whole; off += size) {
+			const struct bs_hdr *h = (const void *)(buf + off);
+
+			fn(arg, h->pid, h->tid, h);
+		}
+		have = have + (size_t)n - whole;
+		memmove(buf, buf + whole, have);
+	}
+	if (n < 0)
+		err = -errno;
+out:
+	if (err)
+		pr_warn("cannot %s: %s\n", what, strerror(-err));
+	if (fd >= 0)
+		close(fd);
+	bpf_link__destroy(link);
+	free(buf);
+	return err;
+}
+
 int record_opts__excludes(const struct record_opts *o)
 {
 	return o->system_wide && (o->nexclude_pids || o->nexclude_comms);

@@ -221,6 +221,15 @@ int record_ctx__pick_task_storage(struct record_ctx *ctx, struct bpf_object *obj
  * -errno after warning "cannot WHAT: why" (LINK NULL: its program was not loaded, 0).
  */
 int record_ctx__run_iter(struct bpf_link *link, const char *what);
+/*
+ * Run a task iterator over PROG once: its program writes records of SIZE bytes to the reader
+ * (bpf_seq_write), each handed to FN with its process and thread as a family's in_flight
+ * does. 0, or -errno after warning "cannot WHAT: why" (PROG NULL or not loaded: 0).
+ */
+struct bpf_program;
+int record_ctx__iter_records(struct bpf_program *prog, size_t size, const char *what,
+			     void (*fn)(void *arg, __u32 pid, __u32 tid, const struct bs_hdr *rec),
+			     void *arg);
 /* Append a user-space record (ctx->out); a failure is remembered in write_err and counted as loss. */
 int record_ctx__write(struct record_ctx *ctx, const void *rec);
 /*

@@ -150,7 +150,8 @@ static const char *stats__closest_report(const struct stats *s, const char *name
 /*
  * A flight-recorder dump's options name the trigger that wrote it (trigger="TEXT") and, for a
  * --trigger on an event, that event (trigger_event=TYPE:PID:TID:TS, TYPE in the numbers of the
- * file's format VERSION): the verdict opens with it.
+ * file's format VERSION): the verdict opens with it, as with a dump an operator asked for
+ * (trigger="SIGUSR1").
  */
 static void stats__dump_trigger(struct verdict *v, const char *options, __u32 version)
 {
@@ -161,11 +162,17 @@ static void stats__dump_trigger(struct verdict *v, const char *options, __u32 ve
 	char text[160];
 	size_t n;
 
-	if (!t || !e || sscanf(e, " trigger_event=0x%x:%u:%u:%llu", &type, &pid, &tid, &ts) != 4)
+	if (!t)
 		return;
 	t += strlen(" trigger=\"");
 	n = strcspn(t, "\"");
 	snprintf(text, sizeof(text), "%.*s", (int)(n < sizeof(text) ? n : sizeof(text) - 1), t);
+	if (!strncmp(text, "SIGUSR", 6)) { /* an operator's: no event, the verdict says so */
+		verdict__set_trigger(v, text, &(struct bs_hdr){ 0 });
+		return;
+	}
+	if (!e || sscanf(e, " trigger_event=0x%x:%u:%u:%llu", &type, &pid, &tid, &ts) != 4)
+		return;
 	verdict__set_trigger(v, text,
 			     &(struct bs_hdr){ .type = (__u16)trace_renumber__type(version, type),
 					       .pid = pid,

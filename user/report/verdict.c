@@ -676,6 +676,11 @@ void verdict__judge(struct verdict *v)
 			       "--trigger %s (its event is not in "
 			       "the window)",
 			       v->trigger);
+	else if (!strncmp(v->trigger, "SIGUSR", 6))
+		verdict__claim(v, VERDICT_TRIGGER, 1, -1, "",
+			       "written on %s: an operator asked for the window's last %.1f s, "
+			       "no trigger fired",
+			       v->trigger, (v->end_ns - trace_model__start(v->m)) / 1e9);
 
 	verdict_ledger__focus(v); /* the critical unit: the rules' focus */
 	/* From a server, a family whose inputs were not all given is not judged (said). */

@@ -627,6 +627,7 @@ static void drain(struct recording *r)
 		if (r->flight && flight__due(r->flight, now)) {
 			/* The window ends now: in-kernel totals and losses first, as a flush. */
 			recording__bring_up_to_date(r);
+			recording__dump_open(r);
 			flight__dump(r->flight);
 			continue;
 		}

@@ -13,7 +13,8 @@
  *     the hang trigger writes them) before the threads.
  * Each THREAD_SNAP carries BS_SNAP_AT_START or BS_SNAP_AT_END (snap_records.h). The hang
  * trigger's snapshot (recorder_hang.c) shares the writer. A flight recorder's windows have no
- * edges (the hang trigger's snapshot is its window's); nor do monitor and top. top -p reads
+ * edges (the hang trigger's snapshot is its window's), but a dump's cut writes what is open
+ * then (recording__dump_open); monitor and top have none. top -p reads
  * its targets each refresh instead (BS_SNAP_NOW, recording__now): what each thread is in now.
  */
 #include <errno.h>
@@ -24,6 +25,7 @@
 #include "array.h"
 #include "family.h"
 #include "family_record.h"
+#include "flight_recorder.h"
 #include "mono_clock.h"
 #include "msg.h"
 #include "recording.h"
@@ -254,4 +256,42 @@ void recording__now(struct recording *r, __u64 now)
 	r->nedge_pids = 0;
 	recording__add_targets(r, &r->edge_pids, &r->nedge_pids, &r->edge_cap);
 	recording__snap_processes(r, r->edge_pids, r->nedge_pids, BS_SNAP_NOW);
+}
+
+struct dump_open {
+	struct recording *r;
+	size_t n, lost;
+};
+
+static void on_dump_open(void *arg, __u32 pid, __u32 tid, const struct bs_hdr *rec)
+{
+	struct dump_open *d = arg;
+
+	(void)pid;
+	(void)tid;
+	if (!rec)
+		return; /* a thread in no call */
+	if (flight__add_to_dump(d->r->flight, rec))
+		d->lost++;
+	else
+		d->n++;
+}
+
+void recording__dump_open(struct recording *r)
+{
+	struct dump_open d = { .r = r };
+	__u64 cut = mono_now_ns();
+
+	for_each_family_slot(it, r->fam) {
+		if (!it.slot->attached)
+			continue;
+		if (it.f->record->in_flight)
+			it.f->record->in_flight(&r->ctx, it.slot->state, on_dump_open, &d);
+		if (it.f->record->open_at)
+			it.f->record->open_at(&r->ctx, it.slot->state, cut, on_dump_open, &d);
+	}
+	if (d.lost)
+		record_ctx__lost(&r->ctx, NULL, BS_LOSS_FLIGHT, d.lost);
+	if (r->ctx.opts->verbose)
+		pr_info("flight recorder: %zu waits and calls open at the dump's cut\n", d.n);
 }

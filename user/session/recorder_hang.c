@@ -6,8 +6,9 @@
  * one did, and a dump will be written, the job is taken as it is at that moment, into the
  * window, before the dump:
  *   - each call still in flight, as the record its return would have written (BS_UCALL_OPEN),
- *     so that a reader sees who waits in which collective: into the dump itself, after the
- *     window (flight__add_to_dump), for a call may have begun before the window did;
+ *     so that a reader sees who waits in which collective: into the dump itself at its cut,
+ *     after the window (recording__dump_open, as any dump), for a call may have begun before
+ *     the window did;
  *   - every thread of every process of the job (snap_records.h): its state, the system call it
  *     sleeps in and since when, its stack (Python and native), the GIL's holder, read as
  *     `bpfsight stacks` reads them (user/stacks/snap.h) without stopping anything.
@@ -35,9 +36,8 @@
 struct recording_hang {
 	__u64 last_look;
 	struct hmap *ranks; /* {pid, 0} -> __s32: its rank + 2; 0 while not read, 1: none */
-	/* This look's calls in flight (copies of their records) and the processes seen. */
-	struct bs_ucall *calls;
-	size_t ncalls, cap;
+	/* This look's calls in flight (the snapshot says how many) and the processes seen. */
+	size_t ncalls;
 	__u32 *pids;
 	size_t npids, pcap;
 };
@@ -64,7 +64,6 @@ void recording__hang_free(struct recording *r)
 	if (!r->hang)
 		return;
 	hmap__free(r->hang->ranks);
-	free(r->hang->calls);
 	free(r->hang->pids);
 	free(r->hang);
 	r->hang = NULL;
@@ -84,9 +83,8 @@ static void on_thread(void *arg, __u32 pid, __u32 tid, const struct bs_hdr *rec)
 	flight_hang__thread(flight__hang(r->flight), pid, tid, rec);
 	if (r->ctx.opts->system_wide)
 		add_pid(h, pid);
-	if (rec && rec->size == sizeof(struct bs_ucall) &&
-	    !array__grow((void **)&h->calls, h->ncalls, &h->cap, sizeof(*h->calls)))
-		memcpy(&h->calls[h->ncalls++], rec, sizeof(struct bs_ucall));
+	if (rec)
+		h->ncalls++;
 }
 
 /* The targets, from the shared map every program reads (-p, their children, CMD's tree). */
@@ -102,10 +100,7 @@ static void snapshot(struct recording *r, __u32 stalled_pid, const char *why)
 	__u64 t0 = mono_now_ns();
 	size_t left;
 
-	/* Into the dump itself: a call may have begun before the window. */
-	for (size_t i = 0; i < h->ncalls; i++)
-		if (flight__add_to_dump(r->flight, &h->calls[i].h))
-			record_ctx__lost(&r->ctx, NULL, BS_LOSS_FLIGHT, 1);
+	/* The calls in flight go into the dump at its cut (recording__dump_open), as they are then. */
 	if (!r->ctx.opts->system_wide)
 		add_targets(r);
 	add_pid(h, stalled_pid);

@@ -134,6 +134,12 @@ void recording__edge(struct recording *r, __u32 edge);
  * excepted): their number.
  */
 size_t recording__snap_processes(struct recording *r, const __u32 *pids, size_t n, __u32 edge);
+/*
+ * A flight-recorder dump is cut now: every wait and call its families know open (in flight)
+ * into the dump, after its window, as their records so far (flagged open): the dump holds
+ * the whole incident, whatever began before its window or ends after its cut.
+ */
+void recording__dump_open(struct recording *r);
 /* top -p: its targets' threads as BS_SNAP_NOW snapshots, every record_opts.now_every_ns. */
 void recording__now(struct recording *r, __u64 now);
 /* PID into *PIDS (once; all kept); the targets' pids (-p, children, CMD's tree). */

@@ -88,8 +88,11 @@ int ucall_family__attach(const struct family_attach *a, void **state)
 {
 	const struct ucall_table *table = a->self->api;
 	struct record_ctx *ctx = a->ctx;
-	/* The calls in flight: for the hang trigger, and at the recording's end (its edge). */
-	int hang = (ctx->opts->flight.hang_ns || record_opts__edges(ctx->opts)) &&
+	/*
+	 * The calls in flight: for the hang trigger, at the recording's end (its edge) and at a
+	 * flight-recorder dump's cut.
+	 */
+	int hang = (ctx->opts->flight.window_ns || record_opts__edges(ctx->opts)) &&
 		   a->self->record->in_flight;
 	struct ucall_family *uf;
 	struct ucall_bpf *skel;
@@ -115,7 +118,7 @@ int ucall_family__attach(const struct family_attach *a, void **state)
 	skel->rodata->ucall_byref = ucall_table__has_byref(table);
 	err = load(ctx, table, skel);
 	if (!err && hang && (err = map_slots(uf)))
-		pr_err("%s: cannot map its call stacks for --trigger hang: %s\n", table->family,
+		pr_err("%s: cannot map its call stacks (the calls in flight): %s\n", table->family,
 		       strerror(-err));
 	if (!err)
 		err = uprobe_mgr__add_family(

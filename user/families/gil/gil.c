@@ -35,6 +35,7 @@
 #include "msg.h"
 #include "family_attach.h"
 #include "gil_state.h"
+#include "mono_clock.h"
 #include "msg.h"
 #include "hmap.h"
 #include "msg.h"
@@ -511,6 +512,24 @@ static void gil_detach(struct record_ctx *ctx, void *state)
 /* How each python process is measured: gil_procs and GIL.md's notes need it in any window. */
 static const __u16 gil_state_records[] = { BS_REC_GIL_PROC, 0 };
 
+/* A dump's cut: the waits still going then (gil_open_iter), as bs_gil_wait_open records. */
+static void gil_open_at(struct record_ctx *ctx, void *state, __u64 cut, family_in_flight_fn fn,
+			void *arg)
+{
+	struct gil_state *st = state;
+
+	/*
+	 * The totals read just before the waits, the cut just after: a wait that ends between
+	 * is in the totals, not open; a holder change between leaves that segment out of the
+	 * blame (docs/FLIGHT.md, "What a dump holds": microseconds apart, rarely met).
+	 */
+	flush_agg(st, ctx);
+	flush_blame(st, ctx, 0);
+	st->skel->bss->gil_cut_ns = cut > mono_now_ns() ? cut : mono_now_ns();
+	record_ctx__iter_records(st->skel->progs.gil_open_iter, sizeof(struct bs_gil_wait_open),
+				 "write the GIL waits open at the dump's cut", fn, arg);
+}
+
 static const struct family_record gil_recording = {
 	.nsys_trace = "python-gil",	      /* nsys -t */
 	.needs = 1u << KF_TASK_STORAGE,	      /* gil_thr: each thread's GIL state */
@@ -520,6 +539,7 @@ static const struct family_record gil_recording = {
 	.attach = gil_attach,
 	.poll = gil_poll,
 	.detach = gil_detach,
+	.open_at = gil_open_at,
 	.observe = gil_observe,
 	.observes = gil_observes,
 };

@@ -56,6 +56,8 @@ static int decode_wait(const struct bs_hdr *rec, const struct trace_model *m, st
 		event__arg_u64(ev, "handoff", 1);
 	if (w->flags & BS_GIL_WAIT_TAKE_GIL)
 		event__arg_str(ev, "timed_by", "take_gil");
+	if (w->flags & BS_GIL_WAIT_OPEN) /* still waiting at the dump's cut: dur ends there */
+		event__arg_u64(ev, "in_flight", 1);
 	return 1;
 }
 
@@ -220,6 +222,8 @@ const struct rec_decoder gil_decoders[] = {
 struct gil_thread {
 	struct samples waits; /* exact durations of the waits with a record */
 	__u64 ev_count, ev_total, ev_max;
+	/* waits still open at a dump's cut (BS_GIL_WAIT_OPEN): the aggregate has them not */
+	__u64 open_count, open_total, open_max;
 	__u64 hold_ev_count, hold_ev_total;
 	int has_agg;
 	__u64 threshold;
@@ -237,6 +241,8 @@ struct gil_data {
 	struct hmap *procs;    /* {pid, 0} -> struct gil_pinfo */
 	struct hmap *blame;    /* {pid << 32 | waiter, holder} -> struct bs_gil_blame_val */
 	struct hmap *ev_blame; /* the same from wait records, when no BLAME record came */
+	/* the open waits' current segments (bs_gil_wait_open): no BLAME record has them yet */
+	struct hmap *open_blame;
 	__u64 first_ts, last_ts;
 	int err;
 };
@@ -251,11 +257,13 @@ static void *gil_data__new(void)
 	d->procs = hmap__new(sizeof(struct gil_pinfo));
 	d->blame = hmap__new(sizeof(struct bs_gil_blame_val));
 	d->ev_blame = hmap__new(sizeof(struct bs_gil_blame_val));
-	if (!d->threads || !d->procs || !d->blame || !d->ev_blame) {
+	d->open_blame = hmap__new(sizeof(struct bs_gil_blame_val));
+	if (!d->threads || !d->procs || !d->blame || !d->ev_blame || !d->open_blame) {
 		hmap__free(d->threads);
 		hmap__free(d->procs);
 		hmap__free(d->blame);
 		hmap__free(d->ev_blame);
+		hmap__free(d->open_blame);
 		free(d);
 		return NULL;
 	}
@@ -276,6 +284,7 @@ static void gil_data__free(void *vd)
 	hmap__free(d->procs);
 	hmap__free(d->blame);
 	hmap__free(d->ev_blame);
+	hmap__free(d->open_blame);
 	free(d);
 }
 
@@ -310,6 +319,7 @@ static void blame_add(struct gil_data *d, struct hmap *h, __u32 pid, __u32 waite
 static void gil_data__add(void *vd, const struct bs_hdr *rec, const struct trace_model *m)
 {
 	const struct bs_gil_wait *w = (const void *)rec;
+	const struct bs_gil_wait_open *o = (const void *)rec;
 	const struct bs_gil_hold *h = (const void *)rec;
 	const struct bs_gil_agg *a = (const void *)rec;
 	const struct bs_gil_blame *b = (const void *)rec;
@@ -334,8 +344,18 @@ static void gil_data__add(void *vd, const struct bs_hdr *rec, const struct trace
 			th->ev_total += w->dur;
 			if (w->dur > th->ev_max)
 				th->ev_max = w->dur;
+			if (w->flags & BS_GIL_WAIT_OPEN) {
+				th->open_count++;
+				th->open_total += w->dur;
+				if (w->dur > th->open_max)
+					th->open_max = w->dur;
+			}
 		}
 		blame_add(d, d->ev_blame, rec->pid, rec->tid, w->holder_tid, 1, w->dur, 0);
+		if ((w->flags & BS_GIL_WAIT_OPEN) && rec->size >= sizeof(*o) &&
+		    o->seg_start >= rec->ts && o->seg_start <= rec->ts + w->dur)
+			blame_add(d, d->open_blame, rec->pid, rec->tid, o->seg_holder, 1,
+				  rec->ts + w->dur - o->seg_start, 0);
 		if (rec->ts + w->dur > d->last_ts)
 			d->last_ts = rec->ts + w->dur;
 		break;
@@ -476,10 +496,15 @@ static int gil_sum__emit(void *vd, const struct trace_model *m, struct table *t)
 		rows[n].pid = (__u32)key.a;
 		rows[n].tid = (__u32)key.b;
 		rows[n].th = th;
-		/* The aggregate has every wait; without one (a cut trace) the records are all. */
-		rows[n].count = th->has_agg ? th->agg.wait_count : th->ev_count;
-		rows[n].total = th->has_agg ? th->agg.wait_total_ns : th->ev_total;
+		/*
+		 * The aggregate has every wait that ended, and a dump's open ones are added to it;
+		 * without one (a cut trace) the records are all.
+		 */
+		rows[n].count = th->has_agg ? th->agg.wait_count + th->open_count : th->ev_count;
+		rows[n].total = th->has_agg ? th->agg.wait_total_ns + th->open_total : th->ev_total;
 		rows[n].max = th->has_agg ? th->agg.wait_max_ns : th->ev_max;
+		if (rows[n].max < th->open_max)
+			rows[n].max = th->open_max;
 		n++;
 	}
 	qsort(rows, n, sizeof(*rows), sum_row_cmp);
@@ -583,6 +608,13 @@ static int gil_blocked_by__emit(void *vd, const struct trace_model *m, struct ta
 	struct hkey key;
 	int err;
 
+	if (d->err)
+		return d->err;
+	/* A dump's open waits: the totals have their ended segments, not the current one. */
+	while (h == d->blame && (v = hmap__next(d->open_blame, &it, &key)))
+		blame_add(d, d->blame, key.a >> 32, (__u32)key.a, (__u32)key.b, v->count,
+			  v->total_ns, 0);
+	it = 0;
 	if (d->err)
 		return d->err;
 	rows = calloc(hmap__count(h) + 1, sizeof(*rows));

@@ -374,6 +374,18 @@ static void osrt_detach(struct record_ctx *ctx, void *state)
 	osrt_state__free(st);
 }
 
+/* A dump's cut: the system calls in flight then (osrt_open_iter_btf), as their records. */
+static void osrt_open_at(struct record_ctx *ctx, void *state, __u64 cut, family_in_flight_fn fn,
+			 void *arg)
+{
+	struct osrt_state *st = state;
+
+	(void)ctx;
+	st->skel->bss->osrt_cut_ns = cut;
+	record_ctx__iter_records(st->skel->progs.osrt_open_iter_btf, sizeof(struct bs_syscall),
+				 "write the system calls open at the dump's cut", fn, arg);
+}
+
 /* Cumulative totals since the recording began: a range's reader needs the ones before it. */
 static const __u16 osrt_ungated[] = { BS_REC_SYSCALL_AGG, 0 };
 
@@ -384,6 +396,7 @@ static const struct family_record osrt_recording = {
 	.poll = osrt_poll,
 	.detach = osrt_detach,
 	.at_start = osrt_at_start,
+	.open_at = osrt_open_at,
 	.observe = osrt_observe,
 	.observes = osrt_observes,
 	.options = osrt_options,
