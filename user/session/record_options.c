@@ -1025,6 +1025,15 @@ int record_args__check(struct record_args *a)
 		for_each_family(it)
 			if (it.f->top && !(it.f->flags & FAMILY_OPT_IN))
 				o->families |= 1ull << it.i;
+	} else if (a->cmd_bit == M && !o->flight.window_ns) {
+		/*
+		 * monitor serves metrics: the families that have some. One without (nvtx) would
+		 * turn its records on in every cupti-shim of the machine for nothing; the flight
+		 * recorder's dumps keep them all.
+		 */
+		for_each_family(it)
+			if (it.f->metrics && !(it.f->flags & FAMILY_OPT_IN))
+				o->families |= 1ull << it.i;
 	}
 	/*
 	 * top -p: the samples of its function view too (f), py-spy top's view of a process;
