@@ -494,7 +494,9 @@ static const struct rec_option table[] = {
 	  "overwrite dump files that exist", opt_force },
 	{ "trace", 't', "LIST", RMT,
 	  "families to record, comma-separated (default: all but the opt-in ones)",
-	  "families, comma-separated (default: all but the opt-in ones)", opt_trace,
+	  "families, comma-separated (default: those with metrics, all but the opt-in ones "
+	  "with --flight-recorder)",
+	  opt_trace,
 	  "families, comma-separated (default: those with columns, below)" },
 	{ "pid", 'p', "PID", RMT,
 	  "attach to PID (repeatable, or comma-separated); its threads and child processes, "
