@@ -5,6 +5,8 @@
 #include "records.h"
 
 #define BS_SHIM_WAKE_NAME "bpfsight-shim-wake"
+/* The shim's poller thread's name: bpfsight's own, never one of the job's (trace_model.h). */
+#define BS_SHIM_THREAD_NAME "bpfsight-shim"
 
 /*
  * The records of the cupti-shim channel itself (block 0x60, which the gpu family shares: it

@@ -80,6 +80,7 @@ void shim_wake__init(void);
 bool shim_wake__can_sleep(void);
 uint32_t shim_wake__seen(void);	      /* read before the semaphores are */
 void shim_wake__sleep(uint32_t seen); /* until a tracer wakes it (or at once) */
+void shim_wake__poke(void);	      /* wake the poller from within the process */
 
 /* ---- shim_buf.c ---- */
 
@@ -154,6 +155,8 @@ uint32_t shim_cupti__version(void); /* 0 = not loaded */
 /* Poller: GPU activity wanted or not; periodic flush. */
 void shim_cupti__poll(bool want, uint64_t now);
 void shim_cupti__flush(bool forced);
+/* CUPTI is loaded and initialized: GPU activity can be turned on in this process. */
+bool shim_cupti__usable(void);
 void shim_cupti__report_errors(uint32_t session);
 /* Decode every record of a CUPTI buffer into the calling thread's batch. */
 int shim_cupti__consume(uint8_t *buf, size_t valid);
@@ -199,6 +202,11 @@ struct shim_module {
 	void (*fork_child)(void); /* in a forked child, its one thread, before anything else */
 	/* A tracer joined session SESSION, already on (ctl held): what it said goes again. */
 	void (*join)(uint32_t session);
+	/*
+	 * Optional: nothing of the module's is on or asked for, so the poller may sleep while
+	 * a tracer is attached (shim_core.c). Without it the module keeps the 50 ms poll.
+	 */
+	bool (*idle)(void);
 };
 
 #define SHIM_MAX_MODULES 4

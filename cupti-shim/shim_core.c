@@ -15,7 +15,8 @@
  *                                        another's attach began: every string, the NVTX
  *                                        names and CUPTI errors again, STATUS(JOIN)
  *
- * and flushes thread buffers about every 250 ms while attached. When the tracer goes, GPU
+ * and flushes thread buffers about every 250 ms while attached and something is on (attached
+ * with nothing on, it sleeps as between recordings: poller()). When the tracer goes, GPU
  * activity is disabled (never cuptiFinalize: crash-prone in a live process), NVTX recording
  * stops and unsent records are dropped (nobody to send them to).
  */
@@ -338,11 +339,41 @@ static void poll_once(void)
 	}
 }
 
+/*
+ * ctl held, attached: nothing this process can give is on or asked for. No GPU activity (not
+ * wanted, or no CUPTI here: a CPU job's shim under a system-wide gpu recording, monitor -a or
+ * top), no NVTX, no CUPTI client to wait out. The modules are asked after their poll.
+ */
+static bool attached_idle(void)
+{
+	if (shim_core__state() & (BS_SHIM_ST_GPU_ON | BS_SHIM_ST_NVTX_ON | BS_SHIM_ST_CUPTI_BUSY))
+		return false;
+	if (SHIM_SEM(nvtx) > 0)
+		return false; /* NVTX records to flush, late NVTX instances to find */
+	return SHIM_SEM(gpu) == 0 || poll_state.forked || !shim_cupti__usable();
+}
+
+static bool modules_idle(void)
+{
+	for (const struct shim_module *const *m = shim_modules; *m; m++)
+		if (!(*m)->idle || !(*m)->idle())
+			return false;
+	return true;
+}
+
+/*
+ * Once a tracer has come and gone (sleeps_when_idle), the poller sleeps without a timer
+ * whenever it has nothing to do: detached, or attached with nothing on. A tracer wakes it when
+ * it changes what it wants (its attach and join, its drain, its detach) and when a process
+ * with a shim maps libcuda (user/shim_channel/shim_link.c); an injection entry pokes it
+ * (shim_core__poll_now). A recording of another job, or a system-wide one whose families this
+ * process cannot feed, so costs the job no wakeup.
+ */
 static void *poller(void *arg)
 {
 	const struct timespec period = { 0, POLL_MS * SHIM_NS_PER_MS };
+	bool idle, attached;
 	uint32_t seen;
-	bool idle;
 
 	for (;;) {
 		/* Read before the semaphores: a wake after this makes the sleep return at once. */
@@ -353,13 +384,20 @@ static void *poller(void *arg)
 			break;
 		}
 		poll_once();
-		idle = !poll_state.attached && poll_state.sleeps_when_idle;
+		attached = poll_state.attached;
+		idle = poll_state.sleeps_when_idle && (!attached || attached_idle());
 		pthread_mutex_unlock(&shim_ctl);
 		shim_ptrace__nvtx();
 		for (const struct shim_module *const *m = shim_modules; *m; m++)
 			if ((*m)->poll)
 				(*m)->poll();
-		if (idle) {
+		if (idle && attached && modules_idle()) {
+			pthread_mutex_lock(&shim_ctl);
+			shim_buf__flush_all(); /* what the modules' poll said (a note) goes now */
+			pthread_mutex_unlock(&shim_ctl);
+			shim_log("attached, nothing on: sleeping until a tracer wakes the shim");
+			shim_wake__sleep(seen);
+		} else if (idle && !attached) {
 			shim_log("idle: sleeping until a tracer wakes the shim");
 			shim_wake__sleep(seen);
 		} else {
@@ -391,7 +429,7 @@ static void start_poller(void)
 		shim_log("no poller thread: %s (nothing will be recorded)", strerror(err));
 		return;
 	}
-	pthread_setname_np(th, "bpfsight-shim");
+	pthread_setname_np(th, BS_SHIM_THREAD_NAME);
 	poll_state.started = true;
 }
 
@@ -520,6 +558,7 @@ void shim_core__poll_now(void)
 	if (!poll_state.exiting)
 		poll_once();
 	pthread_mutex_unlock(&shim_ctl);
+	shim_wake__poke(); /* a poller asleep with nothing on: something may be on now */
 }
 
 void shim_core__restart(void)

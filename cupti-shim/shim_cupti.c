@@ -440,6 +440,11 @@ void shim_cupti__poll(bool want, uint64_t now)
 	}
 }
 
+bool shim_cupti__usable(void)
+{
+	return usable;
+}
+
 void shim_cupti__flush(bool forced)
 {
 	if (gpu.on)

@@ -860,6 +860,12 @@ static void pyfunc_state(uint32_t s)
 	STAP_PROBE1(bpfsight, pyfunc, (uint64_t)s);
 }
 
+/* Nothing installed (a fork's copy is, until the poll removes it), nothing asked for. */
+static bool pyfunc_idle(void)
+{
+	return !st.mech && SHIM_SEM(pyfunc) == 0;
+}
+
 static void pyfunc_init(void)
 {
 	module_slot = shim_module__slot(&shim_pyfunc_module);
@@ -876,4 +882,5 @@ const struct shim_module shim_pyfunc_module = {
 	.fork_clear = BS_SHIM_ST_PYFUNC_ON,
 	.fork_child = shim_pyfunc_eval__forked,
 	.join = pyfunc_join,
+	.idle = pyfunc_idle,
 };

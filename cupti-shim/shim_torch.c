@@ -685,6 +685,12 @@ static void shim_torch__poll(void)
 		set_on(true); /* a forked child, its poller started again */
 }
 
+/* No callback registered, none asked for: the poller need not look for one. */
+static bool shim_torch__idle(void)
+{
+	return !registered && SHIM_SEM(torch) == 0;
+}
+
 static void torch_thread_gone(void *state)
 {
 	struct torch_thread *tt = state;
@@ -716,6 +722,7 @@ const struct shim_module shim_torch_module = {
 	.name = "torch",
 	.init = torch_init,
 	.poll = shim_torch__poll,
+	.idle = shim_torch__idle,
 	.state = torch_state,
 	.thread_gone = torch_thread_gone,
 	.fork_clear = BS_SHIM_ST_TORCH_ON,

@@ -51,3 +51,15 @@ void shim_wake__sleep(uint32_t seen)
 	if (word)
 		syscall(SYS_futex, word, FUTEX_WAIT, seen, NULL, NULL, 0);
 }
+
+/*
+ * An injection entry point acted on the semaphores (shim_core__poll_now) while the poller may
+ * sleep: it looks again, and keeps the timer if something came on.
+ */
+void shim_wake__poke(void)
+{
+	if (!word)
+		return;
+	atomic_fetch_add(word, 1);
+	syscall(SYS_futex, word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}

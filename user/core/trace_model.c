@@ -11,6 +11,7 @@
 #include <string.h>
 #include "family.h"
 #include "hmap.h"
+#include "shim_records.h"
 #include "thread_name.h"
 #include "trace_model.h"
 #include "trace_ranks.h"
@@ -724,6 +725,13 @@ const char *trace_model__thread_name(const struct trace_model *m, __u32 tid)
 	p = map__find(&m->procs, e->py_pid);
 	return thread_name__pick(e->py_name, e->name, trace_model__cmdline(m, e->py_pid),
 				 p && p->exe_id ? trace_model__string(m, p->exe_id) : NULL);
+}
+
+int trace_model__own_thread(const struct trace_model *m, __u32 tid)
+{
+	const struct ent *e = m ? map__find(&m->threads, tid) : NULL;
+
+	return e && e->name && !strcmp(e->name, BS_SHIM_THREAD_NAME);
 }
 
 const char *trace_model__symbol(const struct trace_model *m, __u32 pid, __u64 addr)

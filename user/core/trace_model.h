@@ -53,6 +53,11 @@ const char *trace_model__process_comm(const struct trace_model *m, __u32 pid);
 const char *trace_model__cmdline(const struct trace_model *m, __u32 pid);
 const char *trace_model__thread_name(const struct trace_model *m, __u32 tid);
 /*
+ * Thread TID is bpfsight's own in the job (the cupti-shim's poller, BS_SHIM_THREAD_NAME): the
+ * tracer's, never one of the job's threads a report shows as its own.
+ */
+int trace_model__own_thread(const struct trace_model *m, __u32 tid);
+/*
  * A thread named by the application (Python's threading, nvtxNameOsThread): the name outlives
  * later comm changes.
  */

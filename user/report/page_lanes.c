@@ -9,6 +9,7 @@
 #include "page.h"
 #include "page_axis.h"
 #include "page_lanes.h"
+#include "trace_model.h"
 #include "verdict.h"
 
 struct run {
@@ -153,6 +154,8 @@ void page_lanes__named(struct page_lanes *l, const struct trace_model *m)
 
 	/* The PAGE_LANES busiest, kept sorted in ALL: the new one in the spare slot. */
 	while ((ln = hmap__next(l->threads, &it, &key))) {
+		if (trace_model__own_thread(m, (__u32)key.b))
+			continue; /* the tracer's thread in the job (a shim asleep in a call) */
 		all[n] = (struct top){ (__u32)key.a, (__u32)key.b, ln->busy, "" };
 		qsort(all, n + 1, sizeof(*all), by_busy);
 		if (n < PAGE_LANES)

@@ -494,7 +494,9 @@ static const struct rec_option table[] = {
 	  "overwrite dump files that exist", opt_force },
 	{ "trace", 't', "LIST", RMT,
 	  "families to record, comma-separated (default: all but the opt-in ones)",
-	  "families, comma-separated (default: all but the opt-in ones)", opt_trace,
+	  "families, comma-separated (default: those with metrics, all but the opt-in ones "
+	  "with --flight-recorder)",
+	  opt_trace,
 	  "families, comma-separated (default: those with columns, below)" },
 	{ "pid", 'p', "PID", RMT,
 	  "attach to PID (repeatable, or comma-separated); its threads and child processes, "
@@ -1024,6 +1026,15 @@ int record_args__check(struct record_args *a)
 	} else if (a->cmd_bit == T) { /* top records what it shows: the families with columns */
 		for_each_family(it)
 			if (it.f->top && !(it.f->flags & FAMILY_OPT_IN))
+				o->families |= 1ull << it.i;
+	} else if (a->cmd_bit == M && !o->flight.window_ns) {
+		/*
+		 * monitor serves metrics: the families that have some. One without (nvtx) would
+		 * turn its records on in every cupti-shim of the machine for nothing; the flight
+		 * recorder's dumps keep them all.
+		 */
+		for_each_family(it)
+			if (it.f->metrics && !(it.f->flags & FAMILY_OPT_IN))
 				o->families |= 1ull << it.i;
 	}
 	/*

@@ -25,6 +25,7 @@
 #include "shim_link.h"
 #include "shim_sites.h"
 #include "hmap.h"
+#include "human.h"
 #include "uprobe_mgr.h"
 #include "uprobe_multi.h"
 #include "usdt_notes.h"
@@ -60,6 +61,7 @@ struct shim_link {
 	struct shim_file **files;
 	__u32 nfiles;
 	struct hmap *pids;	    /* (pid, struct shim_file *) -> struct shim_pid */
+	struct hmap *cuda_pids;	    /* (pid) -> its shim was woken when it mapped libcuda */
 	struct shim_inject *inject; /* --inject */
 	struct join_holds *joins;
 	int listener; /* its id with the manager, -1 before */
@@ -248,8 +250,26 @@ static void join_take(struct shim_link *l, const struct shim_file *f, pid_t pid)
 static int join_attach(void *arg, const void *file, pid_t pid, struct uprobe_links *out)
 {
 	const struct shim_file *f = file;
+	int err = links_attach(arg, out, &f->join, f->fd, pid);
 
-	return links_attach(arg, out, &f->join, f->fd, pid);
+	/* Taken again after a gap: a shim asleep with nothing on sees the rise now. */
+	if (!err && pid)
+		shim_waker__wake(pid);
+	return err;
+}
+
+/*
+ * Every process this recording saw map a shim: a shim asleep with nothing on (shim_core.c)
+ * reads its semaphores now that they changed (a drain attached, the links gone).
+ */
+static void wake_all(struct shim_link *l)
+{
+	struct hkey k;
+	size_t it = 0;
+
+	while (l->pids && hmap__next(l->pids, &it, &k))
+		if (proc_meta__alive((pid_t)k.a))
+			shim_waker__wake((pid_t)k.a);
 }
 
 /* The shim of PID answered (ATTACH, JOIN): this recording's join hold there is done. */
@@ -260,14 +280,28 @@ static void join_answered(void *arg, __u32 pid)
 
 /* ---- the uprobe manager's listener ---- */
 
+/*
+ * What on_file keeps for libcuda when GPU activity is wanted: an injected or preloaded shim
+ * that has none sleeps (nothing to give), and starts CUPTI once woken after it is mapped.
+ */
+static char libcuda_cookie;
+
+static int is_libcuda(const char *shown)
+{
+	return !strncmp(human__base(shown), "libcuda.so", strlen("libcuda.so"));
+}
+
 static void *on_file(void *arg, const char *path, const char *shown, const struct elf_syms *syms)
 {
 	struct shim_link *l = arg;
-	struct usdt_notes *n = usdt_notes__open(path);
+	struct usdt_notes *n;
 	struct shim_file *f = NULL, **nf;
 	char what[PATH_MAX + 64];
 	int err;
 
+	if (is_libcuda(shown))
+		return site_wanted(l, "gpu") && !l->ctx->opts->dry_run ? &libcuda_cookie : NULL;
+	n = usdt_notes__open(path);
 	if (!n || !usdt_notes__has_provider(n, "bpfsight") || l->ctx->opts->dry_run)
 		goto out;
 	f = calloc(1, sizeof(*f));
@@ -306,18 +340,27 @@ out:
 	return f;
 }
 
+static int maps_shim(struct shim_link *l, pid_t pid);
+
 /* PATH is not needed: the file is attached through the fd held since on_file. */
 static void on_mapped(void *arg, void *cookie, pid_t pid, const char *path,
 		      const struct uprobe_mapping *mp)
 {
 	struct shim_link *l = arg;
 	struct shim_file *f = cookie;
-	/* Per (process, file): a process may map two shims (one per exec'd image, say). */
-	struct shim_pid *p =
-		hmap__get(l->pids, (struct hkey){ (__u64)pid, (__u64)(uintptr_t)f }, 1);
+	struct shim_pid *p;
 	char what[PATH_MAX + 64];
-	int err;
+	int *woken, err;
 
+	if (cookie == &libcuda_cookie) {
+		/* Once per process, once it has a shim (mapped first, the shim's attach woke it). */
+		woken = maps_shim(l, pid) ? hmap__get(l->cuda_pids, (struct hkey){ pid }, 1) : NULL;
+		if (woken && !*woken)
+			*woken = 1, shim_waker__wake(pid);
+		return;
+	}
+	/* Per (process, file): a process may map two shims (one per exec'd image, say). */
+	p = hmap__get(l->pids, (struct hkey){ (__u64)pid, (__u64)(uintptr_t)f }, 1);
 	if (!p || p->file)
 		return; /* known (a rescan) */
 	p->file = f;
@@ -341,8 +384,6 @@ static void on_mapped(void *arg, void *cookie, pid_t pid, const char *path,
 	/* Its semaphores are up: a shim that sleeps between recordings reads them now. */
 	shim_waker__wake(pid);
 }
-
-static int maps_shim(struct shim_link *l, pid_t pid);
 
 static int has_shim(void *arg, pid_t pid)
 {
@@ -376,6 +417,7 @@ void shim_link__free(struct shim_link *l)
 	}
 	for (__u32 i = 0; i < l->nfiles; i++)
 		file_free(l->files[i]);
+	wake_all(l); /* their semaphores fell: a shim asleep with nothing on turns off now */
 	free(l->files);
 	l->files = NULL;
 	l->nfiles = 0;
@@ -387,6 +429,7 @@ void shim_link__free(struct shim_link *l)
 	shim_unpack__free(l->unpack);
 	l->unpack = NULL;
 	hmap__free(l->pids);
+	hmap__free(l->cuda_pids);
 	shim_inject__free(l->inject);
 	shim_bpf__destroy(l->skel);
 	free(l);
@@ -429,9 +472,10 @@ struct shim_link *shim_link__new(struct record_ctx *ctx, struct uprobe_mgr *mgr,
 	l->ctx = ctx;
 	l->listener = -1;
 	l->pids = hmap__new(sizeof(struct shim_pid));
+	l->cuda_pids = hmap__new(sizeof(int));
 	l->joins = join_holds__new(join_attach, l);
 	l->skel = shim_bpf__open();
-	if (!l->pids || !l->joins || !l->skel) {
+	if (!l->pids || !l->cuda_pids || !l->joins || !l->skel) {
 		*err = l->skel ? -ENOMEM : -errno;
 		goto fail;
 	}
@@ -558,6 +602,7 @@ static void pid_gone(struct shim_link *l, __u32 pid)
 	}
 	while (n--)
 		hmap__del(l->pids, dead[n]); /* deleting moves values: keys first */
+	hmap__del(l->cuda_pids, (struct hkey){ pid });
 	free(dead);
 	shim_inject__proc_exit(l->inject, (pid_t)pid);
 }
@@ -791,6 +836,7 @@ void shim_link__stop(struct record_ctx *ctx, void *state)
 	warn_targets(l);
 	if (!drain_attach(l))
 		return;
+	wake_all(l); /* a shim asleep with nothing on sees the drain now */
 	do {
 		record_ctx__poll(ctx, 20);
 		owing = 0;
