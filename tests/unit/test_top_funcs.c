@@ -69,11 +69,16 @@ static void string_rec(struct top *t, __u32 id, const char *s)
 	top__record(t, &r.s.h);
 }
 
-static struct bs_frame py(__u32 func, __u32 line)
+static struct bs_frame py_at(__u32 func, __u32 file, __u32 line)
 {
 	return (struct bs_frame){
-		.func_id = func, .file_id = S_FILE, .line = line, .kind = BS_FRAME_PYTHON
+		.func_id = func, .file_id = file, .line = line, .kind = BS_FRAME_PYTHON
 	};
+}
+
+static struct bs_frame py(__u32 func, __u32 line)
+{
+	return py_at(func, S_FILE, line);
 }
 
 static struct bs_frame native(__u32 func, __u64 addr)
@@ -295,20 +300,8 @@ static void test_files_named_below_their_sys_path_entry(void)
 		ASSERT_STREQ(stack_file__module(paths[i][0]), paths[i][1], paths[i][0]);
 	if (!t)
 		return;
-	stack_rec(t, 6,
-		  (struct bs_frame[]){ { .func_id = S_BACKWARD,
-					 .file_id = S_TORCH,
-					 .line = 197,
-					 .kind = BS_FRAME_PYTHON },
-				       py(S_OUTER, 20) },
-		  2);
-	stack_rec(t, 7,
-		  (struct bs_frame[]){ { .func_id = S_DUMPS,
-					 .file_id = S_JSON,
-					 .line = 231,
-					 .kind = BS_FRAME_PYTHON },
-				       py(S_OUTER, 21) },
-		  2);
+	stack_rec(t, 6, (struct bs_frame[]){ py_at(S_BACKWARD, S_TORCH, 197), py(S_OUTER, 20) }, 2);
+	stack_rec(t, 7, (struct bs_frame[]){ py_at(S_DUMPS, S_JSON, 231), py(S_OUTER, 21) }, 2);
 	samples(t, 6, 0, 2);
 	samples(t, 7, 0, 1);
 	top__cut(t, T0 + 1000 * MS, &fr);
