@@ -197,7 +197,8 @@ int top_replay__run(struct top *t, const char *path, const struct top_ui_opts *o
 	/* Its samples stand for the period the recording sampled at (the header says). */
 	top__set_sample_period(t, cpu_samples__period_ns(trace_reader__meta(r)->options));
 	/* A flight-recorder dump's frames are its window's (its options say where it starts). */
-	opt = strstr(trace_reader__meta(r)->options, "window_start_ns=");
+	opt = trace_reader__meta(r)->options;
+	opt = opt ? strstr(opt, "window_start_ns=") : NULL;
 	start = opt ? strtoull(opt + 16, NULL, 10) : 0;
 	if (find_late(&rp, path, start)) {
 		trace_reader__free(r);
