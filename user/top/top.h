@@ -42,7 +42,7 @@ struct record_opts;
 struct top_column;
 
 #define TOP_MAX_COLS 16 /* CPU% and the families' columns */
-#define TOP_NAME_LEN 32 /* a thread's name as shown, with its NUL */
+#define TOP_NAME_LEN 64 /* a thread's name as shown, with its NUL: a Python one is long */
 
 /* One column of the view: the family's, or CPU% (F NULL). */
 struct top_col {
