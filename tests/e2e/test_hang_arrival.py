@@ -264,6 +264,19 @@ def test_dataloader_totals_inside_the_window():
         for of in re.findall(r"of its (\d+\.\d+) s", verdict):
             check(float(of) * 1e9 <= top, f"'of its {of} s' in a {dur / 1e9:.3f} s recording: "
                   f"{verdict}")
+        # The report names a worker whole wherever it names one: the GIL chart's legend said
+        # "pid W (DataLoader worker 1 of trainer )", the trainer's pid cut off (issue 83).
+        page = os.path.join(tmpdir(), "loader.html")
+        run([BPFSIGHT, "report", path, "-o", page], check=True)
+        with open(page) as f:
+            html = f.read()
+        named = re.findall(r"DataLoader worker \d of trainer (\d*)", html)
+        check(named and all(x == str(trainer) for x in named),
+              f"the workers' names in the report: {sorted(set(named))}")
+        for i, w in enumerate(workers):
+            if any(t["pid"] == w for t in r["gil_sum"]):  # in the GIL chart's legend
+                check(f"pid {w} (DataLoader worker {i} of trainer {trainer})" in html,
+                      f"worker {w}'s GIL series: {re.findall(r'pid {w} [(][^)]*', html)}")
     finally:
         job.kill()
         job.wait()

@@ -19,8 +19,8 @@ import termios
 import threading
 import time
 
-from helpers import (BPFSIGHT, Skip, check, eq, need_root, run, spawn, tell, wait_for,
-                     workload)
+from helpers import (BPFSIGHT, Recorder, Skip, check, eq, need_root, run, spawn, stats, tell,
+                     tmpdir, wait_for, workload)
 from test_gil import WORK, need_pyenv
 
 # For tests/run_tests.py: about how long these tests take on CI's machine (its order).
@@ -307,6 +307,51 @@ def test_top_batch_frames():
         check(r.get((w.pid, False), {}).get("name") == "sleep", f"the -p process's row: {f}")
     # What happened, in top's words (not "stopped by signal": -n asked for two frames).
     check("bpfsight top: 2 frames shown: 0 events lost" in p.stderr, p.stderr[-300:])
+
+
+def test_top_replays_a_dumps_gil_waits_frame_by_frame():
+    """top FILE of a flight-recorder dump (issue 83): a dump writes gil's cumulative
+    snapshots after its window, yet each frame shows its own interval's GIL%, as a live top
+    would: gil_work's two CPU-bound threads fight for the GIL all the time, so both wait in
+    every frame of the 3 s window, and their frames' mean is the share gil_sum gives the
+    window (not "-" in each frame and the window's total in the last)."""
+    need_root()
+    py = need_pyenv()
+    w = spawn([py, WORK, "--go", "cpu", "2", "5"])
+    pid = int(w.stdout.readline().split()[1])  # "ready PID"
+    r = Recorder("-t", "gil", "-p", str(pid), "--flight-recorder", "3s",
+                 out=os.path.join(tmpdir(), "fr.bst"))
+    r.wait_ready()
+    tell(w, "go")
+    # Each thread spins for 5 s of wall time from its start: a window of 3 s ending 3.3 s
+    # after both are there lies inside the fight however slow the machine.
+    def names():
+        task = f"/proc/{pid}/task"
+        try:
+            return {open(f"{task}/{t}/comm").read().strip() for t in os.listdir(task)}
+        except OSError:
+            return set()
+    wait_for(lambda: {"cpu-0", "cpu-1"} <= names(), 30, "the two threads")
+    both = time.monotonic()
+    while time.monotonic() < both + 3.3:
+        time.sleep(0.05)
+    r.p.send_signal(signal.SIGUSR1)
+    wait_for(lambda: "flight recorder: wrote" in r.stderr, 30, "the dump")
+    eq(r.stop(), 0, r.stderr[-600:])
+    w.kill()
+    path = re.search(r"flight recorder: wrote (\S+):", r.stderr).group(1)
+    p = run([BPFSIGHT, "top", "-i", "1s", path])
+    eq(p.returncode, 0, p.stderr[-400:])
+    frames = [rows_of(f.splitlines()) for f in p.stdout.split("\n\n") if f.strip()]
+    check(len(frames) >= 3, f"the 3 s window in 1 s frames: {p.stdout}")
+    share = {x["thread_name"]: x["contention_pct"] for x in stats(path, "gil_sum")["gil_sum"]}
+    for name in ("cpu-0", "cpu-1"):
+        got = [num(next((x["GIL%"] for x in f.values() if x["name"] == name), "-"))
+               for f in frames[:3]]
+        check(all(g > 0 for g in got), f"{name}'s GIL% in every frame: {got}\n{p.stdout}")
+        mean = sum(got) / len(got)
+        check(0.5 * share[name] <= mean <= 1.5 * share[name] + 2,
+              f"{name}: frames {got} against gil_sum's {share[name]}% of the window")
 
 
 def test_top_refuses_dead_pid_bad_sort_no_root():

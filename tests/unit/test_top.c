@@ -23,6 +23,7 @@
 #include "mem_records.h"
 #include "top.h"
 #include "top_family.h"
+#include "top_screen.h"
 #include "trace_reader.h"
 
 #define MS 1000000ull
@@ -484,6 +485,61 @@ out:
 	expect_free(&x);
 }
 
+/* Frame FR as text WIDTH wide (threads shown): the line of thread TID into LINE. */
+static void line_of(const struct top_frame *fr, int width, __u32 tid, char *line, size_t len)
+{
+	struct top_view v = { .threads = 1, .target = "pid 100", .interval_ns = 1000 * MS };
+	char *text = NULL, id[16];
+	size_t n = 0;
+	FILE *f = open_memstream(&text, &n);
+
+	line[0] = 0;
+	if (!f)
+		return;
+	top_screen__render(f, fr, &v, width, 0);
+	fclose(f);
+	snprintf(id, sizeof(id), "%7u  ", tid);
+	for (char *l = strtok(text, "\n"); l; l = strtok(NULL, "\n")) {
+		ASSERT_TRUE((int)strlen(l) <= width, "no line wider than the width");
+		if (!strncmp(l, id, strlen(id)))
+			snprintf(line, len, "%s", l);
+	}
+	free(text);
+}
+
+/*
+ * NAME is as wide as the longest name where the width allows (issue 83: it was cut to 15 at
+ * any width), and cut only where the line would not fit.
+ */
+static void test_names_widen_with_the_width(void)
+{
+	static const char name[] = "Thread-7 (_pin_memory_loop)";
+	struct top_frame fr = { 0 };
+	struct top *t = python_and_worker();
+	char line[600];
+	size_t i;
+
+	if (!t)
+		return;
+	syscall_rec(t, 101, 0, T0 + 100 * MS, 5 * MS); /* the text column: SLOWEST SYSCALL */
+	top__cut(t, T0 + 1000 * MS, &fr);
+	for (i = 0; i < fr.nrows && !(fr.rows[i].tid == 101); i++)
+		;
+	if (!ASSERT_TRUE(i < fr.nrows, "the worker's row"))
+		return;
+	snprintf(fr.rows[i].name, sizeof(fr.rows[i].name), "%s", name); /* Python's name */
+	line_of(&fr, 200, 101, line, sizeof(line));
+	ASSERT_TRUE(strstr(line, "    101  Thread-7 (_pin_memory_loop) ") == line,
+		    "wide: the whole name");
+	line_of(&fr, 120, 101, line, sizeof(line));
+	ASSERT_TRUE(strstr(line, name) != NULL, "120 columns: the whole name");
+	line_of(&fr, 40, 101, line, sizeof(line));
+	ASSERT_TRUE(!strstr(line, name) && strstr(line, "Thread-") != NULL,
+		    "40 columns: the name cut to fit");
+	top_frame__free(&fr);
+	top__free(t);
+}
+
 int main(void)
 {
 	char self[400];
@@ -500,6 +556,7 @@ int main(void)
 	RUN_TEST(test_gil_polled_held_then_stale);
 	RUN_TEST(test_calls_syscalls_exits);
 	RUN_TEST(test_mem_levels);
+	RUN_TEST(test_names_widen_with_the_width);
 	RUN_TEST(test_h100_calls_and_gpu_busy);
 	RUN_TEST(test_h100_gil_waits_per_thread);
 	return UNIT_EXIT();

@@ -12,6 +12,7 @@
 #include "cpu_records.h"
 #include "family.h"
 #include "record_ctx.h"
+#include "stack_format.h"
 #include "stack_records.h"
 #include "top.h"
 #include "top_screen.h"
@@ -19,10 +20,29 @@
 #define MS 1000000ull
 #define T0 (1000 * 1000 * MS)
 
-enum { S_INNER_A = 1, S_INNER_B, S_OUTER, S_FILE, S_MEMCPY, S_LIBC };
+enum {
+	S_INNER_A = 1,
+	S_INNER_B,
+	S_OUTER,
+	S_FILE,
+	S_MEMCPY,
+	S_LIBC,
+	S_BACKWARD,
+	S_TORCH,
+	S_DUMPS,
+	S_JSON
+};
 static const char *const strs[] = {
-	[S_INNER_A] = "inner_a",      [S_INNER_B] = "inner_b", [S_OUTER] = "outer",
-	[S_FILE] = "/srv/job/job.py", [S_MEMCPY] = "memcpy",   [S_LIBC] = "/lib/libc.so.6"
+	[S_INNER_A] = "inner_a",
+	[S_INNER_B] = "inner_b",
+	[S_OUTER] = "outer",
+	[S_FILE] = "/srv/job/job.py",
+	[S_MEMCPY] = "memcpy",
+	[S_LIBC] = "/lib/libc.so.6",
+	[S_BACKWARD] = "backward",
+	[S_TORCH] = "/opt/venv/lib/python3.11/site-packages/torch/autograd/__init__.py",
+	[S_DUMPS] = "dumps",
+	[S_JSON] = "/usr/lib/python3.11/json/__init__.py",
 };
 
 static void hdr(struct bs_hdr *h, __u16 type, __u32 size)
@@ -38,7 +58,7 @@ static void string_rec(struct top *t, __u32 id, const char *s)
 {
 	struct {
 		struct bs_string s;
-		char text[64];
+		char text[96];
 	} r;
 
 	memset(&r, 0, sizeof(r));
@@ -49,11 +69,16 @@ static void string_rec(struct top *t, __u32 id, const char *s)
 	top__record(t, &r.s.h);
 }
 
-static struct bs_frame py(__u32 func, __u32 line)
+static struct bs_frame py_at(__u32 func, __u32 file, __u32 line)
 {
 	return (struct bs_frame){
-		.func_id = func, .file_id = S_FILE, .line = line, .kind = BS_FRAME_PYTHON
+		.func_id = func, .file_id = file, .line = line, .kind = BS_FRAME_PYTHON
 	};
+}
+
+static struct bs_frame py(__u32 func, __u32 line)
+{
+	return py_at(func, S_FILE, line);
 }
 
 static struct bs_frame native(__u32 func, __u64 addr)
@@ -253,9 +278,45 @@ static void test_rows_as_the_screen_writes_them(void)
 	top__free(t);
 }
 
+/*
+ * A Python file is named as py-spy names it (issue 83): below its sys.path entry, so that
+ * torch.autograd's __init__.py and json's are told apart (not both "__init__.py").
+ */
+static void test_files_named_below_their_sys_path_entry(void)
+{
+	struct top_frame fr = { 0 };
+	struct top *t = with_stacks();
+	static const char *const paths[][2] = {
+		{ "/usr/lib/python3/dist-packages/torch/nn/modules/module.py",
+		  "torch/nn/modules/module.py" },
+		{ "/x/site-packages/pkg/vendor/site-packages/six.py", "six.py" }, /* the last */
+		{ "/usr/lib64/python3.12/asyncio/events.py", "asyncio/events.py" },
+		{ "/home/u/lib/python/notaversion.py", "notaversion.py" },
+		{ "/srv/job/train.py", "train.py" },
+		{ "<frozen importlib._bootstrap>", "<frozen importlib._bootstrap>" },
+	};
+
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++)
+		ASSERT_STREQ(stack_file__module(paths[i][0]), paths[i][1], paths[i][0]);
+	if (!t)
+		return;
+	stack_rec(t, 6, (struct bs_frame[]){ py_at(S_BACKWARD, S_TORCH, 197), py(S_OUTER, 20) }, 2);
+	stack_rec(t, 7, (struct bs_frame[]){ py_at(S_DUMPS, S_JSON, 231), py(S_OUTER, 21) }, 2);
+	samples(t, 6, 0, 2);
+	samples(t, 7, 0, 1);
+	top__cut(t, T0 + 1000 * MS, &fr);
+	expect(&fr, TOP_FUNCS_BY_LINE, "backward (torch/autograd/__init__.py:197)", 2, 2, 2, 2);
+	expect(&fr, TOP_FUNCS_BY_LINE, "dumps (json/__init__.py:231)", 1, 1, 1, 1);
+	expect(&fr, TOP_FUNCS_BY_FUNC, "backward (torch/autograd/__init__.py)", 2, 2, 2, 2);
+	expect(&fr, TOP_FUNCS_BY_LINE, "outer (job.py:20)", 0, 2, 0, 2);
+	top_frame__free(&fr);
+	top__free(t);
+}
+
 int main(void)
 {
 	RUN_TEST(test_own_total_by_line_and_function);
 	RUN_TEST(test_rows_as_the_screen_writes_them);
+	RUN_TEST(test_files_named_below_their_sys_path_entry);
 	return UNIT_EXIT();
 }

@@ -45,6 +45,30 @@ static const char *stack_cut_reason(__u32 why)
 	return why < BS_CUT_REASONS ? reasons[why] : "an unknown reason";
 }
 
+const char *stack_file__module(const char *path)
+{
+	static const char *const roots[] = { "/site-packages/", "/dist-packages/" };
+	static const char *const libs[] = { "/lib/python", "/lib64/python" };
+	const char *best = NULL, *p, *b;
+
+	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++)
+		for (p = strstr(path, roots[i]); p; p = strstr(p + 1, roots[i]))
+			if (!best || p + strlen(roots[i]) > best)
+				best = p + strlen(roots[i]);
+	for (size_t i = 0; !best && i < sizeof(libs) / sizeof(libs[0]); i++)
+		for (p = strstr(path, libs[i]); p; p = strstr(p + 1, libs[i])) {
+			p += strlen(libs[i]); /* "3.11/json/__init__.py": after the version */
+			if (*p < '0' || *p > '9' || !(b = strchr(p, '/')))
+				continue;
+			if (strspn(p, "0123456789.") == (size_t)(b - p))
+				best = b + 1;
+		}
+	if (best && *best)
+		return best;
+	b = strrchr(path, '/');
+	return b && b[1] ? b + 1 : path;
+}
+
 const char *stack_frame__file(const struct bs_frame *f, const struct trace_model *m)
 {
 	const char *file = f->file_id ? trace_model__string(m, f->file_id) : NULL;

@@ -32,6 +32,13 @@ const char *stack_frame__func(const struct bs_frame *f, const struct trace_model
 /* FRAME's file: the source file (python) or the module's path (native); "" when unknown. */
 const char *stack_frame__file(const struct bs_frame *f, const struct trace_model *m);
 /*
+ * A Python source file as py-spy names it: its path below the sys.path entry it was imported
+ * from, "torch/autograd/__init__.py" of ".../site-packages/torch/autograd/__init__.py" (the
+ * last site-packages or dist-packages, else the standard library's lib/pythonX.Y); else its
+ * base name (the script's own directory is sys.path's first entry). A suffix of PATH.
+ */
+const char *stack_file__module(const char *path);
+/*
  * FRAME as one line of text, as torch.profiler writes a stack's frames (Kineto's "Call stack"):
  * "FILE(LINE): FUNC" for Python, "MODULE(0xADDR): FUNC" for native code, a marker's text
  * alone. Uses BUF (LEN bytes).

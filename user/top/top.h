@@ -42,7 +42,7 @@ struct record_opts;
 struct top_column;
 
 #define TOP_MAX_COLS 16 /* CPU% and the families' columns */
-#define TOP_NAME_LEN 32 /* a thread's name as shown, with its NUL */
+#define TOP_NAME_LEN 64 /* a thread's name as shown, with its NUL: a Python one is long */
 
 /* One column of the view: the family's, or CPU% (F NULL). */
 struct top_col {
@@ -136,6 +136,13 @@ void top__free(struct top *t);
  * /proc, so there is no CPU% column; the frames are cut at the records' times.
  */
 void top__replay(struct top *t);
+/*
+ * A replay's first interval starts at START (0: the file's first record), a flight-recorder
+ * dump's at its window's start (what it knew before, its processes, comes first); its polled
+ * columns (TOP_POLLED) count their first snapshots from POLL_START (0: START): a dump's count
+ * from the last poll before its window.
+ */
+void top__replay_from(struct top *t, __u64 start, __u64 poll_start);
 /* The recorder's sink (struct record_opts.sink): one record, as a trace file would get it. */
 void top__record(void *t, const struct bs_hdr *rec);
 /* The recording went live (struct record_opts.sink_live): the first interval starts now. */

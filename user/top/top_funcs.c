@@ -116,10 +116,13 @@ static int by_key(const void *a, const void *b, void *arg)
 	return x < y ? 1 : x > y ? -1 : 0;
 }
 
-/* "inner_a (train.py:46)": the function, its file's name, the line (by line). */
+/* "inner_a (train.py:46)": the function, its file (as py-spy names it), the line (by line). */
 static void row_text(const struct bs_frame *fr, const struct trace_model *m, int k, char *out)
 {
-	const char *file = human__base(stack_frame__file(fr, m));
+	/* Python's as py-spy names it: two packages' __init__.py told apart */
+	const char *file = fr->kind == BS_FRAME_PYTHON
+				   ? stack_file__module(stack_frame__file(fr, m))
+				   : human__base(stack_frame__file(fr, m));
 	char buf[TOP_FUNC_TEXT], line[16] = "";
 	const char *func = func_sum__func(fr, m, sum_flags[k], buf, sizeof(buf));
 	int n;

@@ -57,9 +57,11 @@ struct top {
 	__u64 lost, lost_cut;
 	struct top_loss_kind lost_kinds[TOP_LOSS_KINDS];
 	__u64 poll_ts[FAMILY_MAX], poll_cut[FAMILY_MAX]; /* TOP_POLLED columns' clock */
-	__u64 now_ts; /* the time of the record being folded: a poll's time for TOP_POLLED */
-	int replay;   /* records of a file: nothing is read from /proc (no CPU%) */
-	int now_col;  /* NOW's column (top -p), -1 without it */
+	__u64 replay_start; /* a replay's first interval's start (0: its first record's time) */
+	__u64 poll_start;   /* a replay's: when the first polls' counts began (0: its start) */
+	__u64 now_ts;	    /* the time of the record being folded: a poll's time for TOP_POLLED */
+	int replay;	    /* records of a file: nothing is read from /proc (no CPU%) */
+	int now_col;	    /* NOW's column (top -p), -1 without it */
 	int rank_col, role_col; /* RANK's and ROLE's (top_role.c) */
 	char **labels;		/* NOW's labels, each once (top_now.c) */
 	size_t nlabels, labels_cap;

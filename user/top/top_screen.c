@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * A frame as text (top_screen.h). Columns that never had values are left out; when the width
- * is short the names narrow first (to NAME_W_MIN), then the text columns go, then the numbers
- * from the right, the sort column last. No line is longer than the width.
+ * A frame as text (top_screen.h). Columns that never had values are left out; the names are
+ * as wide as the longest (at least NAME_W) where the width allows, the text columns get the
+ * rest; when the width is short the names narrow first (to NAME_W_MIN), then the text columns
+ * go, then the numbers from the right, the sort column last. No line is longer than the width.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -12,8 +13,8 @@
 
 #define ID_W	   7 /* a pid or tid: at most 4194304 */
 #define NAME_W_MIN 8
-#define NAME_W_MAX 16
-#define HEAD_LINES 3 /* title, totals, column headings */
+#define NAME_W	   16 /* the names' width when they are all shorter */
+#define HEAD_LINES 3  /* title, totals, column headings */
 
 struct layout {
 	int width;
@@ -21,11 +22,24 @@ struct layout {
 	int w[TOP_MAX_COLS]; /* each column's width, 0 when it is left out */
 };
 
+/* The width the frame's names want: the longest (a thread's is indented by one). */
+static int names_w(const struct top_frame *fr)
+{
+	int w = NAME_W;
+
+	for (size_t i = 0; i < fr->nrows; i++) {
+		int n = (int)strlen(fr->rows[i].name) + !!fr->rows[i].tid;
+
+		w = n > w ? n : w;
+	}
+	return w;
+}
+
 /* The widths of what fits in WIDTH, as the file's comment says. */
 static void lay_out(const struct top_frame *fr, const struct top_view *v, int width,
 		    struct layout *l)
 {
-	int fixed = ID_W, texts = 0, text_min = 0, avail;
+	int fixed = ID_W, texts = 0, text_min = 0, avail, want = names_w(fr);
 
 	memset(l, 0, sizeof(*l));
 	l->width = width;
@@ -54,7 +68,7 @@ static void lay_out(const struct top_frame *fr, const struct top_view *v, int wi
 		texts = 0;
 	}
 	l->name_w = avail - (texts ? text_min : 0);
-	l->name_w = l->name_w > NAME_W_MAX ? NAME_W_MAX : l->name_w < 1 ? 1 : l->name_w;
+	l->name_w = l->name_w > want ? want : l->name_w < 1 ? 1 : l->name_w;
 	if (!texts)
 		return;
 	/* The text columns share what is left. */

@@ -170,7 +170,7 @@ static void start_clock(struct top *t, __u64 now)
 {
 	t->live_since = t->last_cut = now;
 	for (int i = 0; i < FAMILY_MAX; i++)
-		t->poll_cut[i] = t->live_since;
+		t->poll_cut[i] = t->poll_start && t->poll_start < now ? t->poll_start : now;
 }
 
 void top__live(void *arg)
@@ -189,7 +189,7 @@ void top__record(void *arg, const struct bs_hdr *h)
 
 	pthread_mutex_lock(&t->lock);
 	if (!t->live_since && t->replay) /* a file's first record: its start */
-		start_clock(t, h->ts ? h->ts : mono_now_ns());
+		start_clock(t, t->replay_start ? t->replay_start : h->ts ? h->ts : mono_now_ns());
 	t->records++;
 	t->now_ts = h->ts;
 	trace_model__observe(t->model, h);
@@ -384,6 +384,12 @@ void top__free(struct top *t)
 	top_now__free(t);
 	pthread_mutex_destroy(&t->lock);
 	free(t);
+}
+
+void top__replay_from(struct top *t, __u64 start, __u64 poll_start)
+{
+	t->replay_start = start;
+	t->poll_start = poll_start;
 }
 
 void top__replay(struct top *t)

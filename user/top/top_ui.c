@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/signalfd.h>
+#include "human.h"
 #include "mono_clock.h"
 #include "top.h"
 #include "top_screen.h"
@@ -71,8 +72,7 @@ static void quit(struct top_ui *ui, const char *why)
 
 int top_ui__batch_width(void)
 {
-	const char *c = getenv("COLUMNS");
-	int w = c ? atoi(c) : 0;
+	int w = human__term_width(STDOUT_FILENO); /* $COLUMNS, else the terminal's */
 
 	return w > 0 ? w : BATCH_WIDTH;
 }

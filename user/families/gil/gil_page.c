@@ -13,7 +13,7 @@
 
 struct gil_page {
 	struct gil_contention *contention;
-	char (*names)[32];	    /* each process's name, in gil_contention__next's order */
+	char (*names)[96];	    /* each process's name, in gil_contention__next's order */
 	struct flamegraph *holders; /* the holders' code, by the waits it caused (us) */
 	int waits;		    /* the lanes' kind */
 };

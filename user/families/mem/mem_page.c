@@ -20,6 +20,8 @@ enum { ALLOCATED, RESERVED, NKINDS };
 
 #define DEV_KEY(device) (1ull << 16 | (__u16)(device))
 #define MEM_PEAK_ROWS	20
+/* "pid 4215 (DataLoader worker 1 of trainer 4213)": a series's label (page.h's) holds it whole */
+#define NAME_LEN 96
 
 /* A process (one life of a pid) on one device: what it holds now, its peaks. */
 struct mem_page_held {
@@ -38,7 +40,7 @@ struct mem_page {
 	struct hmap *gen;   /* {pid, 0} -> __u32: lives of the pid ended (exits) */
 	struct hmap *held;  /* {proc, DEV_KEY(device)} -> mem_page_held; proc = gen << 32 | pid */
 	struct hmap *lines; /* struct mem_page_line */
-	struct hmap *names; /* {proc, 0} -> char[32]: "pid 42 (python3)" */
+	struct hmap *names; /* {proc, 0} -> char[NAME_LEN]: "pid 42 (python3)" */
 	struct hmap *lives; /* {proc, 0} -> u8: the lives with memory */
 	int any;	    /* the trace has mem's records */
 };
@@ -71,7 +73,7 @@ static int mem_page_open(const struct page *p, void **st)
 		g->gen = hmap__new(sizeof(__u32));
 		g->held = hmap__new(sizeof(struct mem_page_held));
 		g->lines = hmap__new(sizeof(struct mem_page_line));
-		g->names = hmap__new(32);
+		g->names = hmap__new(NAME_LEN);
 		g->lives = hmap__new(1);
 	}
 	if (!g || !g->live || !g->gen || !g->held || !g->lines || !g->names || !g->lives) {
@@ -233,9 +235,9 @@ static int name(struct mem_page *g, const struct trace_model *m, __u64 proc)
 		return -ENOMEM;
 	comm = trace_model__process_name(m, (__u32)proc);
 	if (comm && *comm)
-		snprintf(n, 32, "pid %u (%s)", (__u32)proc, comm);
+		snprintf(n, NAME_LEN, "pid %u (%s)", (__u32)proc, comm);
 	else
-		snprintf(n, 32, "pid %u", (__u32)proc);
+		snprintf(n, NAME_LEN, "pid %u", (__u32)proc);
 	return 0;
 }
 
