@@ -237,6 +237,56 @@ def test_merge_two_ranks_offsets_drift_and_stragglers():
     check_stragglers(res["output"], files, 1, [late_seq(40), late_seq(400)], res)
 
 
+GLOO_RANKS_PY = os.path.realpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                              "workloads", "gloo_ranks.py"))
+
+
+def test_merge_gloo_ranks_names_rank_size_and_host_pid():
+    """Two torch.distributed ranks on gloo (Debian's torch), each recorded by its own `record`
+    (launch mode, -t nccl: ProcessGroupGloo's collectives), rank 1's wall clock 4.321 ms off,
+    rank 1 a straggler (3x the compute): merged, the ranks report names each file's rank, the
+    world size and the rank's pid as its host saw it (not the merged file's renumbered one);
+    the other rank tables name the ranks by them."""
+    need_root()
+    if run(["/usr/bin/python3", "-c", "import torch.distributed"]).returncode:
+        raise Skip("Debian's python3-torch is not installed (make deps)")
+    from free_ports import free_port
+    d = tmpdir()
+    env = dict(os.environ, WORLD_SIZE="2", MASTER_ADDR="127.0.0.1",
+               MASTER_PORT=str(free_port()), STEPS="60", STEP_MS="2")
+    procs, files = [], []
+    for r, shift in enumerate([0, -4321000]):
+        files.append(os.path.join(d, f"rank{r}.bst"))
+        p = subprocess.Popen([BPFSIGHT, "record", "-t", "nccl", "-o", files[-1], "--",
+                              "/usr/bin/python3", GLOO_RANKS_PY], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True,
+                             env=dict(env, RANK=str(r), LOCAL_RANK=str(r),
+                                      BPFSIGHT_TEST_CLOCK_SHIFT_NS=str(shift)))
+        helpers._procs.append(p)
+        procs.append(p)
+    pids = []
+    for r, p in enumerate(procs):
+        out, err = p.communicate(timeout=300)
+        eq(p.returncode, 0, f"rank {r}: {err[-600:]}")
+        pids.append(int(next(l.split()[2] for l in out.splitlines() if l.startswith("ready"))))
+    merged = os.path.join(d, "job.bst")
+    res = merge(files, merged)
+    eq([f["ns"] for f in res["files"]], [0, 1], "rank 0's file is the reference, then rank 1")
+    # gloo's collectives are seen at each rank's entry only (no instant the ranks share):
+    # placed by the wall clocks, said (docs/NCCL.md, "gloo")
+    eq([(f["aligned_by"], f["points"]) for f in res["files"]],
+       [("reference", 0), ("wall clock", 0)], "how the files were aligned")
+    host = os.uname().nodename
+    ranks = stats(merged, "ranks")["ranks"]
+    eq([(x["ns"], x["rank"], x["nranks"], x["pid"], x["host"], x["file"]) for x in ranks],
+       [(r, r, 2, pids[r], host, files[r]) for r in range(2)], "the ranks report")
+    eq([(x["ns"], x["rank"], x["nranks"]) for x in info(merged)["ranks"]],
+       [(0, 0, 2), (1, 1, 2)], "info's ranks")
+    sums = stats(merged, "nccl_rank_sum")["nccl_rank_sum"]
+    eq(sorted((x["rank"], x["nranks"], x["name"]) for x in sums),
+       [(r, 2, f"rank {r} @ {host}") for r in range(2)], "nccl_rank_sum names the ranks")
+
+
 def test_merge_four_ranks_readers_exports_and_sqlite():
     d, files, uid = run_job(4, 300, 2, [10, 150], SHIFTS)
     out = os.path.join(d, "job.bst")

@@ -342,6 +342,38 @@ static void test_sync_host_and_gpu_ends(void)
 	}
 }
 
+/*
+ * gloo's collectives (ProcessGroupGloo::nextTag, seen at each rank's entry): points with the
+ * rank, the size and the tag, marked SYNC_NO_END, which merge takes the file's rank process
+ * from and fits nothing by.
+ */
+static void test_sync_gloo_entries_name_the_rank(void)
+{
+	struct rec t[2];
+	struct bs_hdr *recs[2];
+	struct points ps;
+
+	for (int i = 0; i < 2; i++) {
+		recs[i] = ncall(&t[i], "_ZN4c10d16ProcessGroupGloo7nextTagEv", 1000 + 100 * i, 2);
+		t[i].u.h.size += BS_UCALL_DEREF_STRUCT;
+		t[i].u.deref_len = BS_UCALL_DEREF_STRUCT;
+		t[i].u.args[0] = 0x5000;      /* this: the process group */
+		t[i].u.ret = i;		      /* the tag */
+		((__s32 *)t[i].deref)[6] = 1; /* rank_ @24 */
+		((__s32 *)t[i].deref)[7] = 2; /* size_ @28 */
+	}
+	run_sync("proc,nccl", recs, 2, &ps);
+	if (!ASSERT_EQ(ps.n, 2, "a point per gloo collective"))
+		return;
+	for (int i = 0; i < 2; i++) {
+		ASSERT_EQ(ps.v[i].seq, (__u64)i, "seq: the tag");
+		ASSERT_EQ(ps.v[i].pid, 9, "the rank's pid");
+		ASSERT_TRUE(ps.v[i].rank == 1 && ps.v[i].nranks == 2, "rank_ and size_");
+		ASSERT_TRUE(ps.v[i].flags & SYNC_NO_END, "no end: nothing to fit by");
+		ASSERT_EQ(ps.v[i].end_ts, 1000 + 100 * i, "its entry");
+	}
+}
+
 static void test_ranks_in_the_model(void)
 {
 	struct {
@@ -402,6 +434,7 @@ int main(void)
 	RUN_TEST(test_fit_inferred_sequences);
 	RUN_TEST(test_rebase);
 	RUN_TEST(test_sync_host_and_gpu_ends);
+	RUN_TEST(test_sync_gloo_entries_name_the_rank);
 	RUN_TEST(test_ranks_in_the_model);
 	RUN_TEST(test_start_at);
 	return UNIT_EXIT();

@@ -125,6 +125,11 @@ struct sync_point {
 };
 
 #define SYNC_INFERRED 0x1 /* the group's creation was not seen: group and seq are guesses */
+/*
+ * No instant the group's processes share: the process's place in the group (rank, size) and
+ * its sequence number only, not a point to align by (a gloo collective seen at its entry).
+ */
+#define SYNC_NO_END 0x2
 
 typedef void (*sync_emit_fn)(void *arg, const struct sync_point *p);
 

@@ -110,6 +110,8 @@ static void on_point(void *arg, const struct sync_point *p)
 		m->rank = p->rank;
 	if (p->nranks > m->nranks)
 		m->nranks = p->nranks;
+	if (p->flags & SYNC_NO_END)
+		return; /* its rank, its size: the file's rank record names them; nothing to fit */
 	pt = (struct merge_point){ p->group, p->seq, p->end_ts, p->pid, (__u32)(m - in->members) };
 	if (!in_head(in, &pt) && pt.seq % in->stride)
 		return;

@@ -80,7 +80,7 @@ static void sync_free(void *st)
 	free(s);
 }
 
-static void emit_point(struct nccl_sync *s, const struct nccl_coll *c, __u64 end)
+static void emit_point(struct nccl_sync *s, const struct nccl_coll *c, __u64 end, __u32 flags)
 {
 	struct sync_point p = { .group = c->group,
 				.seq = c->seq,
@@ -89,7 +89,7 @@ static void emit_point(struct nccl_sync *s, const struct nccl_coll *c, __u64 end
 				.pid = c->pid,
 				.rank = c->rank,
 				.nranks = c->nranks,
-				.flags = c->inferred ? SYNC_INFERRED : 0 };
+				.flags = (c->inferred ? SYNC_INFERRED : 0) | flags };
 
 	s->emit(s->arg, &p);
 }
@@ -100,7 +100,7 @@ static void pop(struct nccl_sync *s, struct queue *q)
 	struct held *h = &q->v[q->head];
 
 	if (h->gpu_end)
-		emit_point(s, &h->c, h->gpu_end);
+		emit_point(s, &h->c, h->gpu_end, 0);
 	q->head = (q->head + 1) % QUEUE_MAX;
 	q->n--;
 }
@@ -110,10 +110,13 @@ static void on_coll(void *arg, const struct nccl_coll *c)
 	struct nccl_sync *s = arg;
 	struct queue **q;
 
-	if (c->async)
-		return; /* a gloo collective is seen at its entry only: no instant ranks share */
+	if (c->async) {
+		/* a gloo collective, seen at its entry only: its rank and size, no shared instant */
+		emit_point(s, c, c->enter_ts, SYNC_NO_END);
+		return;
+	}
 	if (!s->gpu) {
-		emit_point(s, c, c->end_ts);
+		emit_point(s, c, c->end_ts, 0);
 		return;
 	}
 	q = hmap__get(s->threads, (struct hkey){ c->pid, c->tid }, 1);

@@ -38,7 +38,8 @@ static const struct ch_report ch_ranks = {
 	.sql = "SELECT " CH_ARG_U("ns") ", "
 	       "if(" CH_ARG_S("rank") " >= 0, " CH_ARG_S("rank") ", NULL), "
 	       "if(" CH_ARG_S("nranks") " >= 0, " CH_ARG_S("nranks") ", NULL), "
-	       CH_ARG_U("pid") ", "
+	       /* the pid as its host saw it, less the rank namespace (ranks_report.c) */
+	       "bitAnd(" CH_ARG_U("pid") ", 4194303), "
 	       "if(position(args, '\"host\":') > 0, visitParamExtractString(args, 'host'), NULL), "
 	       "visitParamExtractString(args, 'aligned_by'), "
 	       CH_ARG_S("offset_ns") ", " CH_ARG_U("offset_err_ns") ", " CH_ARG_S("drift_ppb") ", "
