@@ -78,7 +78,15 @@ struct gil_thr {
 	__u32 hframes;	     /* the holder's innermost Python frames read at round_start */
 	__u32 holder_off;    /* the holder was asleep at round_start, or is not known (gil_tasks) */
 	__u64 hw[4 * GIL_HOLDER_FRAMES]; /* ... as bs_py_frame words */
-	__u32 holder;			 /* holder tid of the current segment */
+	/*
+	 * The wait's ended segments by holder, blamed (gil_blame) when the wait ends, so that
+	 * the blame and gil_agg hold the same waits at any read (a dump's totals; a segment of a
+	 * wait with more holders than these is blamed at once).
+	 */
+	__u64 pend_ns[BS_GIL_PEND];
+	__u32 pend_holder[BS_GIL_PEND];
+	__u16 pend_count[BS_GIL_PEND];
+	__u32 holder; /* holder tid of the current segment */
 	__u32 first_holder;
 	__u32 in_cond; /* inside the GIL's condition wait */
 	__u16 rounds;
@@ -235,19 +243,47 @@ static __always_inline struct bs_gil_agg_val *agg_get(__u32 pid, __u32 tid)
 }
 
 /* Only the thread itself updates its keys, so plain adds are race-free. */
-static __always_inline void blame(__u32 pid, __u32 waiter, __u32 holder, __u64 dur)
+static __always_inline void blame_n(__u32 pid, __u32 waiter, __u32 holder, __u64 dur, __u64 n)
 {
 	struct bs_gil_blame_key key = { .pid = pid, .waiter = waiter, .holder = holder };
-	struct bs_gil_blame_val *v, init = { .count = 1, .total_ns = dur };
+	struct bs_gil_blame_val *v, init = { .count = n, .total_ns = dur };
 
 	v = bpf_map_lookup_elem(&gil_blame, &key);
 	if (v) {
-		v->count++;
+		v->count += n;
 		v->total_ns += dur;
 		return;
 	}
 	if (bpf_map_update_elem(&gil_blame, &key, &init, BPF_NOEXIST))
 		bs_count_loss(BS_LOSS_AGG_MAP);
+}
+
+static __always_inline void blame(__u32 pid, __u32 waiter, __u32 holder, __u64 dur)
+{
+	blame_n(pid, waiter, holder, dur, 1);
+}
+
+/* A segment of the wait ended (the holder changed): kept by holder until the wait ends. */
+static __always_inline void blame_later(struct gil_thr *st, __u32 pid, __u32 tid, __u32 holder,
+					__u64 dur)
+{
+	for (int i = 0; i < BS_GIL_PEND; i++) {
+		if (st->pend_count[i] && st->pend_holder[i] != holder)
+			continue;
+		st->pend_holder[i] = holder;
+		st->pend_ns[i] += dur;
+		st->pend_count[i]++;
+		return;
+	}
+	blame(pid, tid, holder, dur);
+}
+
+/* The wait ended: its segments kept so far to the blame. */
+static __always_inline void blame_pending(struct gil_thr *st, __u32 pid, __u32 tid)
+{
+	for (int i = 0; i < BS_GIL_PEND; i++)
+		if (st->pend_count[i])
+			blame_n(pid, tid, st->pend_holder[i], st->pend_ns[i], st->pend_count[i]);
 }
 
 static __always_inline struct gil_live *live_get(__u32 pid, int create)
@@ -299,6 +335,11 @@ static __always_inline void wait_clear(struct gil_thr *st, __u32 pid)
 	if (!st->wait_start)
 		return;
 	st->wait_start = 0;
+	/* A wait forgotten (its thread torn down) is in neither the totals nor the blame. */
+	for (int i = 0; i < BS_GIL_PEND; i++) {
+		st->pend_ns[i] = 0;
+		st->pend_count[i] = 0;
+	}
 	live_waiters(pid, -1);
 }
 
@@ -326,6 +367,7 @@ static __always_inline void wait_end(void *ctx, struct gil_thr *st, __u32 pid, _
 	struct bs_gil_agg_val *a;
 	struct bs_gil_wait *r;
 
+	blame_pending(st, pid, tid);
 	wait_clear(st, pid);
 	blame(pid, tid, st->holder, end - st->seg_start);
 	a = agg_get(pid, tid);
@@ -464,7 +506,7 @@ static __always_inline int cond_return(struct gil_thr *st, __u32 pid, __u32 tid,
 	if (gil_locked(c)) {
 		h = holder_tid(c);
 		if (h != st->holder) {
-			blame(pid, tid, st->holder, *now - st->seg_start);
+			blame_later(st, pid, tid, st->holder, *now - st->seg_start);
 			st->seg_start = *now;
 			st->holder = h;
 			st->flags |= BS_GIL_WAIT_HANDOFF;
@@ -765,6 +807,11 @@ int gil_open_iter(struct bpf_iter__task *ctx)
 	r.w.flags = st->flags | BS_GIL_WAIT_OPEN;
 	r.seg_start = st->seg_start < cut ? st->seg_start : cut;
 	r.seg_holder = st->holder;
+	for (int i = 0; i < BS_GIL_PEND; i++) {
+		r.pend_ns[i] = st->pend_ns[i];
+		r.pend_holder[i] = st->pend_holder[i];
+		r.pend_count[i] = st->pend_count[i];
+	}
 	bpf_seq_write(ctx->meta->seq, &r, sizeof(r));
 	return 0;
 }

@@ -64,16 +64,23 @@ struct bs_gil_sample {
  */
 #define BS_GIL_WAIT_OPEN 0x8
 
+/* A wait's ended segments kept by holder until it ends (gil.bpf.c's gil_thr). */
+#define BS_GIL_PEND 4
+
 /*
  * A GIL wait open at a dump's cut: the wait (flags BS_GIL_WAIT_OPEN, holder_tid the holder
- * when it began) and its current segment, [seg_start, ts + dur) blamed on seg_holder, which
- * no BLAME record holds yet (a segment is blamed when the holder changes or the wait ends).
+ * when it began), its current segment, [seg_start, ts + dur) blamed on seg_holder, and its
+ * ended ones by holder (pend_*; count 0: none): no BLAME record holds any part of an open
+ * wait (a wait is blamed when it ends), so the dump's blame has it from this record alone.
  */
 struct bs_gil_wait_open {
 	struct bs_gil_wait w;
 	__u64 seg_start;
 	__u32 seg_holder;
 	__u32 _pad;
+	__u64 pend_ns[BS_GIL_PEND];
+	__u32 pend_holder[BS_GIL_PEND];
+	__u16 pend_count[BS_GIL_PEND];
 };
 
 /* Full mode: hdr.tid held the GIL from hdr.ts (take_gil returned) for dur (drop_gil). */
@@ -173,7 +180,7 @@ struct bs_gil_cfg {
 #define BS_GIL_CFG_OFF	 0x4 /* known python without a GIL to watch (free-threaded) */
 
 BS_ASSERT_RECORD(bs_gil_wait, 40);
-BS_ASSERT_RECORD(bs_gil_wait_open, 56);
+BS_ASSERT_RECORD(bs_gil_wait_open, 112);
 BS_ASSERT_RECORD(bs_gil_holder, 40);
 BS_ASSERT_RECORD(bs_gil_sample, 40);
 BS_ASSERT_RECORD(bs_gil_hold, 32);

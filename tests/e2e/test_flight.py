@@ -390,9 +390,9 @@ def test_flight_gil_dump_holds_every_waiter_of_the_incident():
     (--hold-start); the trigger fires on the first of those waits to end, the dump is cut at
     once (--trigger-after 0s): the other waiters, still waiting then, are in the dump as open
     waits (in_flight, their time to the cut), so each waiter has its long wait in the dump, and
-    gil_sum's totals hold them: no waiter's total is under the time gil_blocked_by blames on
-    its holders (before, the totals had only the waits that ended before the cut, and the
-    blame had the open waits' segments: 27 ms against 568 ms)."""
+    gil_sum's total of each waiter equals the time gil_blocked_by blames on its holders, to the
+    ns (before, the totals had only the waits that ended before the cut, and the blame the open
+    waits' ended segments: 27 ms against 568 ms)."""
     need_root()
     from test_gil import WORK, need_pyenv, truth_of
     py = need_pyenv()
@@ -426,8 +426,8 @@ def test_flight_gil_dump_holds_every_waiter_of_the_incident():
     for tid, name in waiters.items():
         total = row(rep["gil_sum"], tid=tid)["wait_total_ns"]
         blamed = sum(x["total_ns"] for x in rep["gil_blocked_by"] if x["waiter_tid"] == tid)
-        check(total >= 200 * MS and blamed <= total,
-              f"{name}: gil_sum's total {total} holds the blame on its holders {blamed}")
+        check(total >= 200 * MS and blamed == total,
+              f"{name}: gil_sum's total {total} against the blame on its holders {blamed}")
     open_with_every_reader(path)
 
 

@@ -520,8 +520,8 @@ static void gil_open_at(struct record_ctx *ctx, void *state, __u64 cut, family_i
 
 	/*
 	 * The totals read just before the waits, the cut just after: a wait that ends between
-	 * is in the totals, not open; a holder change between leaves that segment out of the
-	 * blame (docs/FLIGHT.md, "What a dump holds": microseconds apart, rarely met).
+	 * is in neither (the totals and the blame take a wait at its end, gil.bpf.c's
+	 * blame_later), so gil_sum and gil_blocked_by agree.
 	 */
 	flush_agg(st, ctx);
 	flush_blame(st, ctx, 0);

@@ -316,6 +316,21 @@ static void blame_add(struct gil_data *d, struct hmap *h, __u32 pid, __u32 waite
 	}
 }
 
+/* A wait open at a dump's cut: all its blame (none is in a BLAME record yet). */
+static void open_blame_add(struct gil_data *d, const struct bs_gil_wait_open *o)
+{
+	const struct bs_hdr *h = &o->w.h;
+	__u64 end = h->ts + o->w.dur;
+
+	for (int i = 0; i < BS_GIL_PEND; i++)
+		if (o->pend_count[i])
+			blame_add(d, d->open_blame, h->pid, h->tid, o->pend_holder[i],
+				  o->pend_count[i], o->pend_ns[i], 0);
+	if (o->seg_start >= h->ts && o->seg_start <= end)
+		blame_add(d, d->open_blame, h->pid, h->tid, o->seg_holder, 1, end - o->seg_start,
+			  0);
+}
+
 static void gil_data__add(void *vd, const struct bs_hdr *rec, const struct trace_model *m)
 {
 	const struct bs_gil_wait *w = (const void *)rec;
@@ -352,10 +367,8 @@ static void gil_data__add(void *vd, const struct bs_hdr *rec, const struct trace
 			}
 		}
 		blame_add(d, d->ev_blame, rec->pid, rec->tid, w->holder_tid, 1, w->dur, 0);
-		if ((w->flags & BS_GIL_WAIT_OPEN) && rec->size >= sizeof(*o) &&
-		    o->seg_start >= rec->ts && o->seg_start <= rec->ts + w->dur)
-			blame_add(d, d->open_blame, rec->pid, rec->tid, o->seg_holder, 1,
-				  rec->ts + w->dur - o->seg_start, 0);
+		if ((w->flags & BS_GIL_WAIT_OPEN) && rec->size >= sizeof(*o))
+			open_blame_add(d, o);
 		if (rec->ts + w->dur > d->last_ts)
 			d->last_ts = rec->ts + w->dur;
 		break;
@@ -610,7 +623,7 @@ static int gil_blocked_by__emit(void *vd, const struct trace_model *m, struct ta
 
 	if (d->err)
 		return d->err;
-	/* A dump's open waits: the totals have their ended segments, not the current one. */
+	/* A dump's open waits: no BLAME record has any part of them. */
 	while (h == d->blame && (v = hmap__next(d->open_blame, &it, &key)))
 		blame_add(d, d->blame, key.a >> 32, (__u32)key.a, (__u32)key.b, v->count,
 			  v->total_ns, 0);
