@@ -205,6 +205,46 @@ def test_stacks_text_and_frame_options():
     p.wait()
 
 
+def test_stacks_of_a_job_with_children_open_with_its_processes_and_name_threads():
+    """`stacks -p` of a process with a child (a trainer and its DataLoader worker): one job,
+    opened (no blank line first) by its processes with their command line, the child said a
+    child of its parent; each group of threads names its threads with their tids, as py-spy
+    dump names each thread."""
+    need_root()
+    py = pyenv_python(12) or debian_python()
+    if not py:
+        raise Skip("no CPython here")
+    code = ("import os, threading, time\n"
+            "def nap():\n    time.sleep(600)\n"
+            "threading.Thread(target=time.sleep, args=(600,), name='feeder', daemon=True).start()\n"
+            "c = os.fork()\n"
+            "if c:\n    print(os.getpid(), c, threading.get_native_id(), flush=True)\n"
+            "nap()\n")
+    p = spawn([py, "-c", code])
+    try:
+        pid, child, _ = map(int, p.stdout.readline().split())
+        wait_for(lambda: blocked_in(pid, pid, SLEEPS) and blocked_in(child, child, SLEEPS), 20,
+                 "parent and child asleep")
+        out = run([BPFSIGHT, "stacks", "-p", str(pid)], check=True).stdout
+        lines = out.split("\n")
+        check(re.match(rf"Processes {pid}, {child} \(a child of {pid}\): {re.escape(py)} -c "
+                       r"import os, threading, time def nap\(\):", lines[0]),
+              f"the job's processes first, on one line:\n{out}")
+        check(not any(l.startswith("Job ") for l in lines), f"one job:\n{out}")
+        feeder = next(int(t) for t in os.listdir(f"/proc/{pid}/task") if int(t) != pid)
+        heads = [(h, n) for h, n in zip(lines, lines[1:]) if re.match(r"\d+ threads? of pids ", h)]
+        check(heads, f"the threads both processes run, grouped:\n{out}")
+        for head, names in heads:
+            check(re.match(r"    \[.*tid \d+", names), f"{head!r} names its threads: {out}")
+        check(re.search(rf"^2 threads of pids {pid}, {child}: .*\n    \[MainThread tid {pid}, "
+                        rf"\S+ tid {child}\]$", out, re.M), f"the main threads:\n{out}")
+        check(re.search(rf'feeder tid {feeder}\b|thread {feeder} "feeder"', out),
+              f"feeder named:\n{out}")
+    finally:
+        p.kill()
+        p.wait()
+
+
 def test_stacks_gil_held_in_a_c_call():
     """A thread that keeps the GIL while it sleeps in C (ctypes.PyDLL's call): it is the
     holder, idle, asleep in the sleep's system call; the thread that wants the GIL is

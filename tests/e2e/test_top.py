@@ -404,3 +404,42 @@ def test_top_replays_h100_traces():
     p = run([BPFSIGHT, "top", "-p", "1", paths["job-attach-p.bst"]])
     eq(p.returncode, 1, "-p with a file")
     check("replayed whole" in p.stderr, p.stderr)
+
+
+FEEDER_JOB = r"""
+import os, sys, threading, time
+r, w = os.pipe()
+def feeder():
+    os.read(r, 1)  # READ
+threading.Thread(target=feeder, name="feeder", daemon=True).start()
+print("ready", os.getpid(), flush=True)
+end = time.time() + float(sys.argv[1])
+x = 0
+while time.time() < end:
+    x += 1  # SPIN
+"""
+
+
+def test_top_process_now_is_its_leading_threads():
+    """A process row's NOW says what its leading thread does: the main thread spins in the job's
+    loop while a feeder thread sleeps in a read; the row says the main thread's state (running,
+    or waiting for a CPU on a loaded machine) at its line, not the feeder's read, which its own
+    row keeps (before, a process row showed its thread's longest: the feeder's read)."""
+    need_root()
+    py = need_pyenv(11)
+    job = spawn([py, "-c", FEEDER_JOB, "60"])
+    try:
+        pid = int(job.stdout.readline().split()[1])
+        p = run([BPFSIGHT, "top", "-b", "-p", str(pid), "-d", "3", "-i", "1s"], timeout=60,
+                env=dict(os.environ, COLUMNS="200"))
+        eq(p.returncode, 0, p.stderr[-600:])
+        procs = [l for l in p.stdout.splitlines() if re.match(rf"^ +{pid} python", l)]
+        feeders = [l for l in p.stdout.splitlines() if re.match(r"^ +\d+  feeder ", l)]
+        check(procs and feeders, p.stdout[-1500:])
+        check(all(re.search(r" read: feeder \(<string>:5\) \d+(\.\d+)?s$", l) for l in feeders),
+              "\n".join(feeders))
+        check(all(re.search(r" (running|runnable)\b", l) and " read:" not in l for l in procs),
+              "the process rows say the main thread's:\n" + "\n".join(procs + feeders))
+    finally:
+        job.kill()
+        job.wait()

@@ -158,6 +158,44 @@ static const char *in_call(const struct trace_stack *st, const struct trace_mode
 }
 
 /* "3 threads of ranks 0, 1, 3 (pids 10, 11, 13): sleeping in futex, in ncclAllReduce" */
+/* Thread T's name: its Python one, else the kernel's (/proc), else "". */
+static const char *thread_name(const struct snap *s, const struct snap_thread *t, char *buf,
+			       size_t len)
+{
+	char path[64];
+	FILE *c;
+
+	if (t->name[0])
+		return t->name;
+	buf[0] = 0;
+	snprintf(path, sizeof(path), "/proc/%d/task/%u/comm", s->pid, t->task.tid);
+	c = fopen(path, "re");
+	if (c && fgets(buf, (int)len, c))
+		buf[strcspn(buf, "\n")] = 0;
+	if (c)
+		fclose(c);
+	return buf;
+}
+
+#define NAMES_SHOWN 6 /* threads named on a group's line; the rest counted */
+
+/* The group's threads by name and id, as py-spy dump names each: "MainThread 29046, ...". */
+static void print_names(const struct snap *s, const struct group *g, FILE *f)
+{
+	char name[64];
+
+	fprintf(f, "    [");
+	for (int k = 0; k < g->n && k < NAMES_SHOWN; k++) {
+		const struct snap_thread *t = th_of(s, &g->v[k]);
+		const char *nm = thread_name(&s[g->v[k].proc], t, name, sizeof(name));
+
+		fprintf(f, "%s%s%stid %u", k ? ", " : "", nm, nm[0] ? " " : "", t->task.tid);
+	}
+	if (g->n > NAMES_SHOWN)
+		fprintf(f, " and %d more", g->n - NAMES_SHOWN);
+	fprintf(f, "]\n");
+}
+
 static void print_group(const struct snap *s, const struct group *g, const struct trace_model *m,
 			const struct job *j, enum native_mode mode, FILE *f)
 {
@@ -187,6 +225,7 @@ static void print_group(const struct snap *s, const struct group *g, const struc
 	fprintf(f, "%s: %s%s\n", ranked ? ")" : "",
 		snap__state(&s[g->v[0].proc], th, buf, sizeof(buf)),
 		in_call(st, m, cbuf, sizeof(cbuf)));
+	print_names(s, g, f);
 	print_stack(st, m, mode, f);
 	/* Who is not doing it: the job's processes without a thread here. */
 	for (int i = 0, said = 0; g->nprocs < j->n && i < j->n; i++) {
@@ -421,8 +460,53 @@ static void print_unread(const struct snap *s, const struct job *j, FILE *f)
 	}
 }
 
+static const char *cmd_of(const struct snap *p)
+{
+	return p->cmdline[0] ? p->cmdline : p->exe;
+}
+
+/*
+ * The job's processes, a line per command line: their pids, each with its rank or whose child
+ * it is ("Processes 20993, 21118 (a child of 20993): python3 train.py"): a screen's first
+ * lines say what runs, as py-spy dump's "Process N: CMD" does.
+ */
+static void print_procs(const struct snap *s, const struct job *j, FILE *f)
+{
+	for (int a = 0; a < j->n; a++) {
+		const struct snap *p = &s[j->procs[a]];
+		int seen = 0, k = 0, many = 0;
+
+		for (int b = 0; b < a && !seen; b++)
+			seen = !strcmp(cmd_of(&s[j->procs[b]]), cmd_of(p));
+		if (seen)
+			continue;
+		for (int b = a; b < j->n; b++)
+			many += !strcmp(cmd_of(&s[j->procs[b]]), cmd_of(p));
+		fprintf(f, "Process%s ", many > 1 ? "es" : "");
+		for (int b = a; b < j->n; b++) {
+			const struct snap *q = &s[j->procs[b]];
+			int r = stacks_job__rank(q), parent = 0;
+
+			if (strcmp(cmd_of(q), cmd_of(p)))
+				continue;
+			for (int c = 0; c < j->n && !parent; c++)
+				parent = s[j->procs[c]].pid == q->ppid;
+			fprintf(f, "%s%d", k++ ? ", " : "", q->pid);
+			if (r >= 0)
+				fprintf(f, " (rank %d)", r);
+			else if (parent)
+				fprintf(f, " (a child of %d)", q->ppid);
+		}
+		fprintf(f, ": ");
+		/* One line: a `python -c` program's newlines and tabs as spaces. */
+		for (const char *c = cmd_of(p); *c && c - cmd_of(p) < 200; c++)
+			fputc((unsigned char)*c < ' ' ? ' ' : *c, f);
+		fprintf(f, "\n");
+	}
+}
+
 static void print_job(const struct snap *s, const struct job *j, const struct trace_model *m,
-		      enum native_mode mode, int active_only, int njobs, FILE *f)
+		      enum native_mode mode, int active_only, int njobs, int first, FILE *f)
 {
 	struct group *g = NULL;
 	int ng = 0, nthreads = 0, odd = 0, folded = 0;
@@ -430,9 +514,11 @@ static void print_job(const struct snap *s, const struct job *j, const struct tr
 
 	if (group_job(s, j, m, active_only, &g, &ng, &nthreads))
 		return;
+	if (!first)
+		fprintf(f, "\n");
 	if (njobs > 1 || p0->job[0])
-		fprintf(f, "%sJob %s: ", njobs > 1 ? "\n" : "",
-			p0->job[0] ? p0->job : "started by the same process");
+		fprintf(f, "Job %s:\n", p0->job[0] ? p0->job : "started by the same process");
+	print_procs(s, j, f);
 	fprintf(f,
 		"%d process%s, %d threads, grouped by what they run (their Python frames, the "
 		"call they are in)\n",
@@ -467,12 +553,33 @@ static void print_job(const struct snap *s, const struct job *j, const struct tr
 	free(g);
 }
 
-/* Processes of the same job: the same rendezvous (MASTER_ADDR:PORT, a run id), else parent. */
-static int same_job(const struct snap *a, const struct snap *b)
+/*
+ * The snapshot's process that P descends from (itself when its parent is not in it): a
+ * trainer's DataLoader workers are its job.
+ */
+static int root_of(const struct snap *s, int n, int p)
 {
-	if (a->job[0] || b->job[0])
-		return !strcmp(a->job, b->job);
-	return a->ppid == b->ppid;
+	for (int hops = 0; hops < n; hops++) {
+		int q;
+
+		for (q = 0; q < n && s[q].pid != s[p].ppid; q++)
+			;
+		if (q == n || q == p)
+			break;
+		p = q;
+	}
+	return p;
+}
+
+/*
+ * Processes of the same job: the same rendezvous (MASTER_ADDR:PORT, a run id), else those
+ * descending from processes started by the same parent (a launcher's ranks and their workers).
+ */
+static int same_job(const struct snap *s, int n, int a, int b)
+{
+	if (s[a].job[0] || s[b].job[0])
+		return !strcmp(s[a].job, s[b].job);
+	return s[root_of(s, n, a)].ppid == s[root_of(s, n, b)].ppid;
 }
 
 void stacks_job__print(const struct snap *s, int n, const struct trace_model *m,
@@ -487,7 +594,7 @@ void stacks_job__print(const struct snap *s, int n, const struct trace_model *m,
 	for (int p = 0; p < n; p++) {
 		int q;
 
-		for (q = 0; q < p && !same_job(&s[q], &s[p]); q++)
+		for (q = 0; q < p && !same_job(s, n, q, p); q++)
 			;
 		jid[p] = q < p ? jid[q] : njobs++;
 	}
@@ -497,7 +604,7 @@ void stacks_job__print(const struct snap *s, int n, const struct trace_model *m,
 			if (jid[p] == k)
 				procs[at + jobs[k].n++] = p;
 		at += jobs[k].n;
-		print_job(s, &jobs[k], m, mode, active_only, njobs, f);
+		print_job(s, &jobs[k], m, mode, active_only, njobs, !k, f);
 	}
 out:
 	free(jobs);

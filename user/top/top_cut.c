@@ -180,6 +180,45 @@ static int thread_row(struct top *t, struct top_thread *th, struct top_frame *fr
 }
 
 /* Each process row gets its threads' values: summed, the longest event their longest. */
+/* The column showing COL (its index), -1 when top has none. */
+static int col_of(const struct top *t, const struct top_column *col)
+{
+	for (__u32 c = 0; c < t->ncols; c++)
+		if (t->cols[c].c == col)
+			return (int)c;
+	return -1;
+}
+
+/*
+ * A process row's NOW: what its leading thread does, not its longest wait (a DataLoader's
+ * feeder asleep in a futex while the main thread runs sgemm_). The thread with the most CPU
+ * this interval leads; the main thread when it had at least half that, or none had any.
+ */
+static void process_now(const struct top *t, struct top_frame *fr, size_t p)
+{
+	int cpu = col_of(t, &top_cpu_column), now = t->now_col;
+	const struct top_row *best = NULL, *main = NULL, *pick;
+	__u32 pid = fr->rows[p].pid;
+
+	if (now < 0)
+		return;
+	for (size_t i = 0; i < fr->nrows; i++) {
+		const struct top_row *r = &fr->rows[i];
+
+		if (!r->tid || r->pid != pid || !r->label[now])
+			continue;
+		if (r->tid == pid)
+			main = r;
+		if (cpu >= 0 && r->val[cpu] > 0 && (!best || r->val[cpu] > best->val[cpu]))
+			best = r;
+	}
+	pick = main && (!best || 2 * main->val[cpu] >= best->val[cpu]) ? main : best;
+	if (!pick)
+		return; /* no thread read now: the longest stays */
+	fr->rows[p].val[now] = pick->val[now];
+	fr->rows[p].label[now] = pick->label[now];
+}
+
 static int sum_processes(struct top *t, struct top_frame *fr)
 {
 	struct hmap *procs = hmap__new(sizeof(size_t));
@@ -208,6 +247,9 @@ static int sum_processes(struct top *t, struct top_frame *fr)
 		}
 	}
 	hmap__free(procs);
+	for (size_t i = 0; i < fr->nrows; i++)
+		if (!fr->rows[i].tid)
+			process_now(t, fr, i);
 	for (size_t i = 0; i < fr->nrows; i++) {
 		struct top_row *r = &fr->rows[i];
 		__u32 c = 0;
