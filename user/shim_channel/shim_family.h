@@ -60,6 +60,11 @@ struct shim_site {
 	int (*wanted)(const struct record_opts *o);
 	/* A stack site: the BS_REC_* of the events it gives stacks to (wanted: --stacks). */
 	__u16 stack_type;
+	/*
+	 * What it turns on needs the CUDA driver (CUPTI): a shim with nothing on sleeps, and is
+	 * woken when its process maps libcuda while this site is wanted (shim_link.c).
+	 */
+	__u8 needs_libcuda;
 };
 
 struct shim_rec {

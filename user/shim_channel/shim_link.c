@@ -106,6 +106,7 @@ static void file_free(struct shim_file *f)
  * batch sites go last, so that a shim seeing a tracer attached already sees all it wants.
  */
 /* Whether a family this recording has wants its control site NAME. */
+/* A control site this recording wants: named NAME, or (NAME NULL) one that needs libcuda. */
 static int site_wanted(const struct shim_link *l, const char *name)
 {
 	for_each_family(fit) {
@@ -114,7 +115,7 @@ static int site_wanted(const struct shim_link *l, const char *name)
 		if (!s || !(l->want & (1ull << fit.i)))
 			continue;
 		for (const struct shim_site *t = s->sites; t && t->name; t++)
-			if (!t->stack_type && !strcmp(t->name, name) &&
+			if (!t->stack_type && (name ? !strcmp(t->name, name) : t->needs_libcuda) &&
 			    (!t->wanted || t->wanted(l->ctx->opts)))
 				return 1;
 	}
@@ -300,7 +301,7 @@ static void *on_file(void *arg, const char *path, const char *shown, const struc
 	int err;
 
 	if (is_libcuda(shown))
-		return site_wanted(l, "gpu") && !l->ctx->opts->dry_run ? &libcuda_cookie : NULL;
+		return site_wanted(l, NULL) && !l->ctx->opts->dry_run ? &libcuda_cookie : NULL;
 	n = usdt_notes__open(path);
 	if (!n || !usdt_notes__has_provider(n, "bpfsight") || l->ctx->opts->dry_run)
 		goto out;

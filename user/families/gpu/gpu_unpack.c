@@ -152,7 +152,7 @@ static void gpu_unpack_finish(void *st)
 			(unsigned long long)js.calls_dropped, JOIN_MAX_CALLS);
 }
 
-static const struct shim_site gpu_sites[] = { { "gpu" }, { 0 } };
+static const struct shim_site gpu_sites[] = { { "gpu", .needs_libcuda = 1 }, { 0 } };
 
 static const struct shim_rec gpu_recs[] = {
 	/* kernels' names as CUPTI gives them: mangled */
