@@ -309,9 +309,20 @@ int flight__due(const struct flight_recorder *fr, __u64 now)
 	return fr->pending && now >= fr->due_ns;
 }
 
+/*
+ * Where the window ends: now, or while a dump is pending, its cut (the trigger plus
+ * --trigger-after): what a trigger does before the dump is written (the hang trigger reads the
+ * job's threads, up to a second or more on a loaded machine) never pushes out what led to it.
+ */
+static __u64 window_end(const struct flight_recorder *fr, __u64 now)
+{
+	return fr->pending && fr->due_ns < now ? fr->due_ns : now;
+}
+
 void flight__tick(struct flight_recorder *fr, __u64 now)
 {
-	__u64 start = now > fr->fo.window_ns ? now - fr->fo.window_ns : 0;
+	__u64 end = window_end(fr, now);
+	__u64 start = end > fr->fo.window_ns ? end - fr->fo.window_ns : 0;
 
 	trace_writer__tick(fr->w, now);
 	/* Keep at least DUR: the oldest goes once the next one alone reaches back to DUR. */
@@ -478,11 +489,12 @@ int flight__dump(struct flight_recorder *fr)
 
 	if (!fr->pending)
 		return 0;
-	fr->pending = 0;
 	/* What is open now is part of the window: it becomes a chunk like the others. */
 	err = trace_writer__flush(fr->w);
 	now = mono_now_ns();
-	from = now > fr->fo.window_ns ? now - fr->fo.window_ns : 0;
+	from = window_end(fr, now);
+	from = from > fr->fo.window_ns ? from - fr->fo.window_ns : 0;
+	fr->pending = 0;
 	if (from < start)
 		from = start; /* the recording is younger than the window */
 	flight_opts__dump_path(fr->output, fr->ndumps + fr->nfailed + 1, path, sizeof(path));

@@ -104,10 +104,11 @@ static void snapshot(struct recording *r, __u32 stalled_pid, const char *why)
 	if (!r->ctx.opts->system_wide)
 		add_targets(r);
 	add_pid(h, stalled_pid);
+	/* Triggered first: the window ends at the stall's detection, not after the reads. */
+	flight__trigger(r->flight, why, 0);
 	left = recording__snap_processes(r, h->pids, h->npids, 0);
 	pr_info("flight recorder: %s: %zu calls in flight, %zu of %zu processes read in %.0f ms\n",
 		why, h->ncalls, h->npids - left, h->npids, (mono_now_ns() - t0) / 1e6);
-	flight__trigger(r->flight, why, 0);
 }
 
 /*

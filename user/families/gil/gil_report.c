@@ -591,6 +591,34 @@ static int blame_row_cmp(const void *a, const void *b)
 	return (x->holder > y->holder) - (x->holder < y->holder);
 }
 
+/*
+ * Who made each waiter wait, from what gil_sum counts its waits by: the in-kernel totals for
+ * a waiter that has them (BLAME, and a dump's open waits' blame), else its wait records. So
+ * the two reports agree waiter by waiter, also where a thread's totals never came (a wait
+ * that ended after the last read of them, in a dump's window).
+ */
+static struct hmap *blame_by_waiter(struct gil_data *d)
+{
+	struct hmap *h = hmap__new(sizeof(struct bs_gil_blame_val));
+	/* A trace without BLAME records (before them): the records, for everyone. */
+	int totals = hmap__count(d->blame) > 0;
+	const struct hmap *from[] = { d->blame, d->open_blame, d->ev_blame };
+	struct bs_gil_blame_val *v;
+	struct hkey key;
+
+	for (int k = 0; h && k < 3; k++)
+		for (size_t it = 0; (v = hmap__next((struct hmap *)from[k], &it, &key));) {
+			struct gil_thread *th = hmap__get(
+				d->threads, (struct hkey){ key.a >> 32, (__u32)key.a }, 0);
+			int agg = totals && th && th->has_agg;
+
+			if ((k < 2) == agg)
+				blame_add(d, h, key.a >> 32, (__u32)key.a, (__u32)key.b, v->count,
+					  v->total_ns, 0);
+		}
+	return h;
+}
+
 static int gil_blocked_by__emit(void *vd, const struct trace_model *m, struct table *t)
 {
 	enum {
@@ -613,27 +641,20 @@ static int gil_blocked_by__emit(void *vd, const struct trace_model *m, struct ta
 		[C_TOTAL] = { "total_ns", "Total (ns)", TABLE_U64 },
 	};
 	struct gil_data *d = vd;
-	/* In-kernel totals when the trace has them; else what the wait records say. */
-	struct hmap *h = hmap__count(d->blame) ? d->blame : d->ev_blame;
+	struct hmap *h;
 	struct bs_gil_blame_val *v;
 	struct blame_row *rows;
-	size_t it = 0, n = 0, i;
 	struct hkey key;
+	size_t n = 0, i;
 	int err;
 
 	if (d->err)
 		return d->err;
-	/* A dump's open waits: no BLAME record has any part of them. */
-	while (h == d->blame && (v = hmap__next(d->open_blame, &it, &key)))
-		blame_add(d, d->blame, key.a >> 32, (__u32)key.a, (__u32)key.b, v->count,
-			  v->total_ns, 0);
-	it = 0;
-	if (d->err)
-		return d->err;
+	h = blame_by_waiter(d);
+	if (!h)
+		return d->err ? d->err : -ENOMEM;
 	rows = calloc(hmap__count(h) + 1, sizeof(*rows));
-	if (!rows)
-		return -ENOMEM;
-	while ((v = hmap__next(h, &it, &key))) {
+	for (size_t it = 0; rows && (v = hmap__next(h, &it, &key));) {
 		if (!v->count)
 			continue;
 		rows[n].pid = key.a >> 32;
@@ -642,6 +663,9 @@ static int gil_blocked_by__emit(void *vd, const struct trace_model *m, struct ta
 		rows[n].v = *v;
 		n++;
 	}
+	hmap__free(h);
+	if (!rows)
+		return -ENOMEM;
 	qsort(rows, n, sizeof(*rows), blame_row_cmp);
 	table__add_cols(t, cols, NCOLS);
 	for (i = 0; i < n; i++) {
