@@ -195,10 +195,22 @@ def test_monitor_gil_wait_matches_take_gil():
     prom.stop()
 
 
+LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+
+
 def metric(text, line):
-    """The value of the sample LINE (name{labels}) in an exposition TEXT, or None."""
+    """The value of the sample LINE (name{labels}) in an exposition TEXT, or None: the sample
+    of that name whose labels include LINE's (a process's job_name and role need not be
+    given)."""
+    name, _, want = line.partition("{")
+    want = dict(LABEL.findall(want))
     for l in text.splitlines():
-        if l.startswith(line + " "):
+        lname, _, rest = l.partition("{")
+        if l.startswith("#") or (lname if rest else l.split()[0]) != name:
+            continue
+        labels = dict(LABEL.findall(rest.rpartition("}")[0])) if rest else {}
+        if all(labels.get(k) == v for k, v in want.items()) and \
+                set(labels) - set(want) <= {"job_name", "role"}:
             return float(l.split()[-1])
     return None
 

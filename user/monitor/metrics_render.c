@@ -48,6 +48,13 @@ void metrics__owner_labels(FILE *f, const struct metrics_owner *o)
 	fprintf(f, "pid=\"%u\",comm=\"", o->p->pid);
 	metrics__label(f, o->p->comm, BS_COMM_LEN);
 	fputc('"', f);
+	if (!o->p->id.job[0])
+		return;
+	fputs(",job_name=\"", f);
+	metrics__label(f, o->p->id.job, sizeof(o->p->id.job));
+	fputs("\",role=\"", f);
+	metrics__label(f, o->p->id.role, sizeof(o->p->id.role));
+	fputc('"', f);
 }
 
 static double secs(__u64 ns)
