@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "unit.h"
 #include "metrics.h"
 #include "metrics_ident.h"
@@ -343,6 +344,37 @@ static void test_workers_by_fork_order(void)
 	record_args__free(&a);
 }
 
+/*
+ * Every slot taken (--top 1), a process with events gets the slot of an owner idle for a whole
+ * rebalance window at once. Both live (the rebalance asks the kernel): this test and its parent.
+ */
+static void test_idle_owner_gives_its_slot(void)
+{
+	struct metrics_opts o = { .top_n = 1, .grace_ns = 100 * SEC, .rebalance_ns = 10 * SEC };
+	struct record_args a;
+	struct metrics *m = monitor_metrics(&o, &a);
+	__u32 idle = (__u32)getppid(), busy = (__u32)getpid();
+	char sel[2][128];
+
+	snprintf(sel[0], sizeof(sel[0]),
+		 "bpfsight_syscalls_total{pid=\"%u\",comm=\"idle\",syscall=\"getpid\"}", idle);
+	snprintf(sel[1], sizeof(sel[1]),
+		 "bpfsight_syscalls_total{pid=\"%u\",comm=\"busy\",syscall=\"getpid\"}", busy);
+	fork_proc(m, idle, "idle", 1);
+	agg(m, idle, idle, 39, 1, 0, 2);
+	fork_proc(m, busy, "busy", 3);
+	agg(m, busy, busy, 39, 1, 0, 4);
+	ASSERT_EQ(sample(m, sel[1]), -1.0, "no slot free: busy counts under other");
+	agg(m, busy, busy, 39, 2, 0, 12 * SEC); /* a window in which idle had its event */
+	ASSERT_EQ(sample(m, sel[1]), -1.0, "idle had events in the last window: it keeps its slot");
+	agg(m, busy, busy, 39, 3, 0, 23 * SEC); /* a whole window without idle's events */
+	agg(m, busy, busy, 39, 4, 0, 24 * SEC);
+	ASSERT_EQ(sample(m, sel[1]), 1.0, "busy has idle's slot, from its next event on");
+	ASSERT_EQ(sample(m, sel[0]), -1.0, "idle's series went");
+	metrics__free(m);
+	record_args__free(&a);
+}
+
 static void mem_alloc(struct metrics *m, __u32 pid, __s16 device, __u64 addr, __u64 bytes, int free,
 		      __u64 allocated, __u64 reserved, __u64 ts)
 {
@@ -556,6 +588,7 @@ int main(void)
 	RUN_TEST(test_grace_ends_between_rebalances);
 	RUN_TEST(test_restart_continues_slots_freed);
 	RUN_TEST(test_workers_by_fork_order);
+	RUN_TEST(test_idle_owner_gives_its_slot);
 	RUN_TEST(test_mem_bytes_other_exit);
 	RUN_TEST(test_mem_live_forget);
 	RUN_TEST(test_mem_churn_leaves_nothing);

@@ -13,14 +13,16 @@
  * where they stopped. A pid reused by a new process starts a new entry (zeroed counters).
  *
  * Slots go to what runs: an exited process gives its slot back at once (its series stay for
- * the grace, at most top_n of them, the oldest going first), so a job's new process never
- * waits behind exited one-shot processes. Restarts: a process that starts with the job and
+ * the grace, at most top_n of them, the oldest going first), and an owner idle for a whole
+ * rebalance window gives its slot to the first process with events that finds none free, so
+ * a job's new process waits neither behind exited one-shot processes nor idle ones. Restarts: a process that starts with the job and
  * role of an exited one (metrics_ident.h; a worker's role is its parent's fork order) takes
  * its series over, and its slot when one is free: the counters go on from where the exited
  * one stopped, under the new pid, and the exited one's series end then.
  */
 #include <errno.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,6 +156,26 @@ static void proc_drop(struct metrics *m, __u32 pid)
 }
 
 /*
+ * Every slot is taken and P, alive, has events: the owner idle longest, with no event for a
+ * whole rebalance window and none since, gives P its slot now (not at the next rebalance: a
+ * job's new process would count under "other" meanwhile).
+ */
+static void take_idle_slot(struct metrics *m, struct metrics_proc *p)
+{
+	struct metrics_proc *q, *idle = NULL;
+	size_t it = 0;
+
+	while ((q = hmap__next(m->procs, &it, NULL)))
+		if (q->owned && !q->dead_at && q->idle && !q->activity &&
+		    (!idle || q->idle > idle->idle))
+			idle = q;
+	if (!idle)
+		return;
+	idle->owned = 0;
+	p->owned = 1;
+}
+
+/*
  * The series the events of PID go to, counting them as its activity: its own, or "other"
  * when top_n processes own series already. A process seen for the first time (no PROCESS or
  * FORK record: pid 0 records, threads of processes that started before) gets an entry here.
@@ -168,6 +190,9 @@ static struct metrics_series *series_of(struct metrics *m, __u32 pid, __u64 even
 	if (!p->owned && !p->dead_at && m->nowned < m->o.top_n) {
 		p->owned = 1;
 		m->nowned++;
+	} else if (!p->owned && !p->dead_at && p->asked != m->last_rebalance) {
+		p->asked = m->last_rebalance; /* one look per window: not at every event */
+		take_idle_slot(m, p);
 	}
 	return p->owned ? &p->s : &m->other;
 }
@@ -419,13 +444,15 @@ static void rebalance(struct metrics *m)
 		} else {
 			break;
 		}
-		hi->activity = 0; /* counted once per round */
+		hi->activity = 0;      /* counted once per round */
+		hi->idle = UINT32_MAX; /* it had events: not idle (below) */
 	}
 	/* An exit can be missed (it raced the snapshot at the start): ask the kernel. */
 	it = 0;
 	while ((p = hmap__next(m->procs, &it, NULL))) {
 		if (!p->activity && !p->dead_at && kill(p->pid, 0) && errno == ESRCH)
 			set_dead(m, p, m->now);
+		p->idle = p->activity || p->idle == UINT32_MAX ? 0 : p->idle + 1;
 		p->activity = 0;
 	}
 }

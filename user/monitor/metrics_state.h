@@ -22,6 +22,8 @@ struct metrics_proc {
 	struct metrics_ident id; /* job and role labels; empty when not known */
 	__u64 dead_at;		 /* exit time (CLOCK_MONOTONIC ns), 0 while alive */
 	__u64 activity;		 /* events since the last rebalance */
+	__u32 idle;		 /* whole rebalance windows since its last event */
+	__u64 asked;		 /* the window it last asked for an idle owner's slot */
 	struct metrics_series s; /* kept while it does not own series, continued if it does again */
 };
 
