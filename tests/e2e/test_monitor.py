@@ -15,7 +15,7 @@ import time
 
 from helpers import (BPFSIGHT, Skip, alone, check, eq, need_root, row, run, spawn, stats, tell,
                      tmpdir, wait_for, workload)
-from monitor_prom import PROMTOOL, Monitor, Prometheus
+from monitor_prom import PROMTOOL, Monitor, Prometheus, metric
 from test_nccl import PER_REP as NCCL_PER_REP, need_no_gpu
 from test_gil import LIBC, WORK, libpython_of, need_pyenv, take_gil_bpftrace, truth_of
 
@@ -193,26 +193,6 @@ def test_monitor_gil_wait_matches_take_gil():
     waits = prom.value(f'sum(bpfsight_gil_waits_total{{pid="{pid}"}})')
     check(waits and waits > 10, f"{waits} waits")
     prom.stop()
-
-
-LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
-
-
-def metric(text, line):
-    """The value of the sample LINE (name{labels}) in an exposition TEXT, or None: the sample
-    of that name whose labels include LINE's (a process's job_name and role need not be
-    given)."""
-    name, _, want = line.partition("{")
-    want = dict(LABEL.findall(want))
-    for l in text.splitlines():
-        lname, _, rest = l.partition("{")
-        if l.startswith("#") or (lname if rest else l.split()[0]) != name:
-            continue
-        labels = dict(LABEL.findall(rest.rpartition("}")[0])) if rest else {}
-        if all(labels.get(k) == v for k, v in want.items()) and \
-                set(labels) - set(want) <= {"job_name", "role"}:
-            return float(l.split()[-1])
-    return None
 
 
 def test_monitor_flight_recorder_dumps_while_metrics_go_on():
