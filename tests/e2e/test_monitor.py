@@ -226,7 +226,11 @@ def test_monitor_refuses_output_without_flight_recorder():
     for args, msg in [(["-o", "x.bst"], "monitor writes no trace file"),
                       (["--flight-recorder=60s"], "--flight-recorder needs -o FILE"),
                       (["--top", "0"], "bad --top '0'"),
-                      (["--", "true"], "monitor launches nothing")]:
+                      (["--", "true"], "monitor launches nothing"),
+                      (["--job-label-env", "1X"], "bad --job-label-env '1X'"),
+                      (["--follow"], "--follow follows -p's job"),
+                      (["--follow", "-p", "1", "-d", "5"], "--follow waits for the job's "
+                                                           "restarts, -d stops")]:
         p = run([BPFSIGHT, "monitor", "-l", "127.0.0.1:0", *args])
         eq(p.returncode, 1, f"{args}: exit status")
         check(msg in p.stderr, f"{args}: {p.stderr.strip()}")
