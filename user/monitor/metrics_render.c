@@ -120,8 +120,8 @@ static void render_own(FILE *f, struct metrics *m, size_t nowners)
 		      "Processes known (alive, or exited within the grace period).");
 	fprintf(f, "bpfsight_processes %zu\n", hmap__count(m->procs));
 	metrics__head(f, "bpfsight_processes_with_series", "gauge",
-		      "Processes with series of their own (at most --top); the rest are "
-		      "pid=\"other\".");
+		      "Processes with series of their own: at most --top alive, and at most --top "
+		      "exited within the grace; the rest are pid=\"other\".");
 	fprintf(f, "bpfsight_processes_with_series %zu\n", nowners - 1);
 }
 

@@ -563,8 +563,9 @@ static const struct rec_option table[] = {
 	  "PORT is 127.0.0.1:PORT; :PORT or 0.0.0.0:PORT for a Prometheus elsewhere; port 0 "
 	  "picks a free one)", NULL, opt_listen },
 	{ "top", 0, "N", M,
-	  "processes with series of their own, the busiest ones (default 30); the others add up "
-	  "under pid=\"other\"", NULL, opt_top },
+	  "processes with series of their own (default 30): a free slot at a process's first "
+	  "event, given back at its exit or after 10 s idle; the others add up under "
+	  "pid=\"other\"", NULL, opt_top },
 	{ "exit-grace", 0, "DUR", M,
 	  "an exited process's series stay DUR (default 2m); with -p, the monitor serves the "
 	  "last interval this long after its targets exit", NULL, opt_grace },
