@@ -637,9 +637,11 @@ BENCH_BLAS := $(if $(wildcard $(CUDA_HOME)/include/cublas_v2.h),$(OUT)/bench/bla
 BENCH_BINS := $(BENCH_PROGS) $(BENCH_CUDA) $(BENCH_NCCL) $(BENCH_BLAS) $(OUT)/bench/floor
 
 # The launch join's cost per record and the Python thread names' reads, linked like the unit
-# tests (bench/join_bench.c, bench/names_bench.c).
-BENCH_BINS += $(OUT)/bench/join_bench $(OUT)/bench/names_bench
-$(OUT)/bench/join_bench $(OUT)/bench/names_bench: $(OUT)/bench/%: bench/%.c $(LIB_OBJS)
+# tests (bench/join_bench.c, bench/names_bench.c); monitor's read of a process's labels
+# (bench/ident_bench.c).
+BENCH_BINS += $(OUT)/bench/join_bench $(OUT)/bench/names_bench $(OUT)/bench/ident_bench
+$(OUT)/bench/join_bench $(OUT)/bench/names_bench $(OUT)/bench/ident_bench: \
+		$(OUT)/bench/%: bench/%.c $(LIB_OBJS)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) $< $(LIB_OBJS) -o $@ $(LDLIBS)

@@ -14,6 +14,7 @@ that needs it.
 import atexit
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -39,6 +40,26 @@ def scraped_port():
     if _scraped_port is None:
         _scraped_port = prom_server.pick_scraped_port()
     return _scraped_port
+
+
+LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+
+
+def metric(text, line):
+    """The value of the sample LINE (name{labels}) in an exposition TEXT, or None: the sample
+    of that name whose labels include LINE's (a process's job_name and role need not be
+    given)."""
+    name, _, want = line.partition("{")
+    want = dict(LABEL.findall(want))
+    for l in text.splitlines():
+        lname, _, rest = l.partition("{")
+        if l.startswith("#") or (lname if rest else l.split()[0]) != name:
+            continue
+        labels = dict(LABEL.findall(rest.rpartition("}")[0])) if rest else {}
+        if all(labels.get(k) == v for k, v in want.items()) and \
+                set(labels) - set(want) <= {"job_name", "role"}:
+            return float(l.split()[-1])
+    return None
 
 
 def get(url, timeout=10):

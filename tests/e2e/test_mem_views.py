@@ -17,7 +17,7 @@ import pymods
 import synth
 from helpers import (BPFSIGHT, Skip, alone, check, dump, eq, info, need_root, run, spawn, tell,
                      tmpdir, wait_for)
-from monitor_prom import PROMTOOL, Monitor, Prometheus, start_prometheus
+from monitor_prom import PROMTOOL, Monitor, Prometheus, metric, start_prometheus
 
 # For tests/run_tests.py: about how long these tests take on CI's machine (its order).
 SECONDS = 60
@@ -118,10 +118,10 @@ def test_monitor_mem_bytes_exact_in_prometheus():
     wait_for(lambda: f'bpfsight_memory_bytes{{pid="{h.pid}"' not in mon.metrics(), 20,
              "the exited process's bytes to go")
     text = mon.metrics()
-    check(f'bpfsight_memory_peak_bytes{{pid="{h.pid}",comm="python3",device="cpu",'
-          f'kind="allocated"}} {7 * SIZE}' in text, f"its peak stays for the grace: {text[-800:]}")
-    check(f'bpfsight_memory_bytes{{pid="{other.pid}",comm="python3",device="cpu",'
-          f'kind="allocated"}} 1000000' in text, f"the other process's bytes stay: {text[-800:]}")
+    check(metric(text, f'bpfsight_memory_peak_bytes{{pid="{h.pid}",comm="python3",device="cpu",'
+                 f'kind="allocated"}}') == 7 * SIZE, f"its peak stays for the grace: {text[-800:]}")
+    check(metric(text, f'bpfsight_memory_bytes{{pid="{other.pid}",comm="python3",device="cpu",'
+                 f'kind="allocated"}}') == 1000000, f"the other process's bytes stay: {text[-800:]}")
     wait_for(lambda: prom.value(q("bpfsight_memory_bytes", "allocated")) is None, 20,
              "Prometheus: the series stale")
     wait_for(lambda: f'pid="{h.pid}"' not in mon.metrics(), 30, "the grace's end: all of it")

@@ -15,7 +15,7 @@ import time
 
 from helpers import (BPFSIGHT, Skip, alone, check, eq, need_root, row, run, spawn, stats, tell,
                      tmpdir, wait_for, workload)
-from monitor_prom import PROMTOOL, Monitor, Prometheus
+from monitor_prom import PROMTOOL, Monitor, Prometheus, metric
 from test_nccl import PER_REP as NCCL_PER_REP, need_no_gpu
 from test_gil import LIBC, WORK, libpython_of, need_pyenv, take_gil_bpftrace, truth_of
 
@@ -195,14 +195,6 @@ def test_monitor_gil_wait_matches_take_gil():
     prom.stop()
 
 
-def metric(text, line):
-    """The value of the sample LINE (name{labels}) in an exposition TEXT, or None."""
-    for l in text.splitlines():
-        if l.startswith(line + " "):
-            return float(l.split()[-1])
-    return None
-
-
 def test_monitor_flight_recorder_dumps_while_metrics_go_on():
     """monitor --flight-recorder works as record's: SIGUSR1 dumps the window to -o's stem + -1,
     a complete trace holding the workload's exact calls, while the metrics count them too."""
@@ -234,7 +226,11 @@ def test_monitor_refuses_output_without_flight_recorder():
     for args, msg in [(["-o", "x.bst"], "monitor writes no trace file"),
                       (["--flight-recorder=60s"], "--flight-recorder needs -o FILE"),
                       (["--top", "0"], "bad --top '0'"),
-                      (["--", "true"], "monitor launches nothing")]:
+                      (["--", "true"], "monitor launches nothing"),
+                      (["--job-label-env", "1X"], "bad --job-label-env '1X'"),
+                      (["--follow"], "--follow follows -p's job"),
+                      (["--follow", "-p", "1", "-d", "5"], "--follow waits for the job's "
+                                                           "restarts, -d stops")]:
         p = run([BPFSIGHT, "monitor", "-l", "127.0.0.1:0", *args])
         eq(p.returncode, 1, f"{args}: exit status")
         check(msg in p.stderr, f"{args}: {p.stderr.strip()}")

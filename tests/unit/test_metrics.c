@@ -5,14 +5,17 @@
  * zero, the exit grace; mem's bytes (gauges of a process's own, summed under "other", gone at
  * its exit, its peaks kept for the grace) and its state freed with the processes, the live
  * blocks' forgetting a process whatever its devices; and hmap__del, which the metrics rely on
- * to forget threads.
+ * to forget threads; slots given back at an exit, a restarted process (its job and role) going
+ * on with its predecessor's series, workers named by their fork order.
  */
 #include <malloc.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "unit.h"
 #include "metrics.h"
+#include "metrics_ident.h"
 #include "record_options.h"
 #include "mono_clock.h"
 #include "hmap.h"
@@ -235,6 +238,143 @@ static void test_grace_ends_between_rebalances(void)
 	record_args__free(&a);
 }
 
+/* The job and role a made-up pid's /proc would give: pids 500-599 are job "train", main. */
+static int fake_ident(__u32 pid, struct metrics_ident *id, const void *arg)
+{
+	(void)arg;
+	memset(id, 0, sizeof(*id));
+	if (pid < 500 || pid >= 600)
+		return -1; /* gone: its name is its job */
+	snprintf(id->job, sizeof(id->job), "train");
+	snprintf(id->role, sizeof(id->role), "main");
+	return 0;
+}
+
+static void exec_proc(struct metrics *m, __u32 pid, const char *comm, __u64 ts)
+{
+	struct bs_exec e = {};
+
+	hdr(&e.h, BS_REC_EXEC, sizeof(e), pid, pid, ts);
+	snprintf(e.comm, sizeof(e.comm), "%s", comm);
+	metrics__record(m, &e.h);
+}
+
+#define TRAIN(pid, role, sys)                                                                      \
+	"bpfsight_syscalls_total{pid=\"" pid "\",comm=\"python3\",job_name=\"train\",role=\"" role \
+	"\",syscall=\"" sys "\"}"
+
+/*
+ * Slots go to what runs: exited one-shot processes give theirs back at once (their series
+ * stay for the grace), so the restarted trainer, seen after top_n of them, gets its own; it
+ * goes on with its predecessor's counts under the same job and role, and its forked workers
+ * with their predecessors' by fork order.
+ */
+static void test_restart_continues_slots_freed(void)
+{
+	struct metrics_opts o = {
+		.top_n = 3, .grace_ns = 100 * SEC, .rebalance_ns = 1000 * SEC, .ident = fake_ident
+	};
+	struct record_args a;
+	struct metrics *m = monitor_metrics(&o, &a);
+
+	fork_proc(m, 500, "python3", 1);
+	exec_proc(m, 500, "python3", 2);
+	agg(m, 500, 500, 39, 7, 0, 3);
+	ASSERT_EQ(sample(m, "bpfsight_processes_with_series"), 1.0, "the trainer");
+	ASSERT_EQ(sample(m, TRAIN("500", "main", "getpid")), 7.0, "the trainer's series");
+	exit_proc(m, 500, 5);
+	/* Four one-shot processes (more than --top 3) come and go. */
+	for (__u32 pid = 700; pid < 704; pid++) {
+		fork_proc(m, pid, "sleep", 6 + pid);
+		exec_proc(m, pid, "sleep", 6 + pid);
+		agg(m, pid, pid, 39, 1, 0, 6 + pid);
+		exit_proc(m, pid, 7 + pid);
+	}
+	ASSERT_EQ(sample(m, "bpfsight_syscalls_total{pid=\"703\",comm=\"sleep\",job_name=\"sleep\","
+			    "role=\"main\",syscall=\"getpid\"}"),
+		  4.0, "one-shot processes of one command go on in one series (job: their name)");
+	ASSERT_EQ(sample(m, "bpfsight_processes_with_series"), 2.0,
+		  "the exited trainer's and the last sleep's, kept for the grace");
+	/* The restart: a new pid, the same job and role. */
+	fork_proc(m, 510, "python3", 800);
+	exec_proc(m, 510, "python3", 801);
+	agg(m, 510, 510, 39, 2, 0, 802);
+	ASSERT_EQ(sample(m, TRAIN("510", "main", "getpid")), 9.0, "7 before the restart, 2 after");
+	ASSERT_EQ(sample(m, TRAIN("500", "main", "getpid")), -1.0,
+		  "the predecessor's series end as its successor takes them");
+	ASSERT_EQ(sample(m, "bpfsight_syscalls_total{pid=\"other\",comm=\"\",syscall=\"getpid\"}"),
+		  -1.0, "nothing under other: every process had a slot");
+	metrics__free(m);
+	record_args__free(&a);
+}
+
+/* A forked child is its parent's worker N, by fork order; a restart's workers go on. */
+static void test_workers_by_fork_order(void)
+{
+	struct metrics_opts o = {
+		.top_n = 10, .grace_ns = 100 * SEC, .rebalance_ns = 1000 * SEC, .ident = fake_ident
+	};
+	struct record_args a;
+	struct metrics *m = monitor_metrics(&o, &a);
+	struct bs_fork f = { .child_pid = 521, .child_tid = 521 };
+
+	fork_proc(m, 520, "python3", 1);
+	exec_proc(m, 520, "python3", 2);
+	for (__u32 i = 0; i < 2; i++) {
+		f.child_pid = f.child_tid = 521 + i;
+		hdr(&f.h, BS_REC_FORK, sizeof(f), 520, 520, 3 + i);
+		snprintf(f.comm, sizeof(f.comm), "python3");
+		metrics__record(m, &f.h);
+		agg(m, 521 + i, 521 + i, 39, 4 + i, 0, 5);
+	}
+	ASSERT_EQ(sample(m, TRAIN("522", "worker 1", "getpid")), 5.0, "the second worker");
+	for (__u32 pid = 520; pid < 523; pid++)
+		exit_proc(m, pid, 10);
+	fork_proc(m, 530, "python3", 11);
+	exec_proc(m, 530, "python3", 12);
+	f.child_pid = f.child_tid = 531;
+	hdr(&f.h, BS_REC_FORK, sizeof(f), 530, 530, 13);
+	metrics__record(m, &f.h);
+	agg(m, 531, 531, 39, 1, 0, 14);
+	ASSERT_EQ(sample(m, TRAIN("531", "worker 0", "getpid")), 5.0,
+		  "the restart's worker 0 goes on from 4");
+	ASSERT_EQ(sample(m, TRAIN("522", "worker 1", "getpid")), 5.0,
+		  "worker 1 of the last run, for the grace");
+	metrics__free(m);
+	record_args__free(&a);
+}
+
+/*
+ * Every slot taken (--top 1), a process with events gets the slot of an owner idle for a whole
+ * rebalance window at once. Both live (the rebalance asks the kernel): this test and its parent.
+ */
+static void test_idle_owner_gives_its_slot(void)
+{
+	struct metrics_opts o = { .top_n = 1, .grace_ns = 100 * SEC, .rebalance_ns = 10 * SEC };
+	struct record_args a;
+	struct metrics *m = monitor_metrics(&o, &a);
+	__u32 idle = (__u32)getppid(), busy = (__u32)getpid();
+	char sel[2][128];
+
+	snprintf(sel[0], sizeof(sel[0]),
+		 "bpfsight_syscalls_total{pid=\"%u\",comm=\"idle\",syscall=\"getpid\"}", idle);
+	snprintf(sel[1], sizeof(sel[1]),
+		 "bpfsight_syscalls_total{pid=\"%u\",comm=\"busy\",syscall=\"getpid\"}", busy);
+	fork_proc(m, idle, "idle", 1);
+	agg(m, idle, idle, 39, 1, 0, 2);
+	fork_proc(m, busy, "busy", 3);
+	agg(m, busy, busy, 39, 1, 0, 4);
+	ASSERT_EQ(sample(m, sel[1]), -1.0, "no slot free: busy counts under other");
+	agg(m, busy, busy, 39, 2, 0, 12 * SEC); /* a window in which idle had its event */
+	ASSERT_EQ(sample(m, sel[1]), -1.0, "idle had events in the last window: it keeps its slot");
+	agg(m, busy, busy, 39, 3, 0, 23 * SEC); /* a whole window without idle's events */
+	agg(m, busy, busy, 39, 4, 0, 24 * SEC);
+	ASSERT_EQ(sample(m, sel[1]), 1.0, "busy has idle's slot, from its next event on");
+	ASSERT_EQ(sample(m, sel[0]), -1.0, "idle's series went");
+	metrics__free(m);
+	record_args__free(&a);
+}
+
 static void mem_alloc(struct metrics *m, __u32 pid, __s16 device, __u64 addr, __u64 bytes, int free,
 		      __u64 allocated, __u64 reserved, __u64 ts)
 {
@@ -446,6 +586,9 @@ int main(void)
 	RUN_TEST(test_blocked_sleeps_have_their_own_names);
 	RUN_TEST(test_top_n_other_and_grace);
 	RUN_TEST(test_grace_ends_between_rebalances);
+	RUN_TEST(test_restart_continues_slots_freed);
+	RUN_TEST(test_workers_by_fork_order);
+	RUN_TEST(test_idle_owner_gives_its_slot);
 	RUN_TEST(test_mem_bytes_other_exit);
 	RUN_TEST(test_mem_live_forget);
 	RUN_TEST(test_mem_churn_leaves_nothing);

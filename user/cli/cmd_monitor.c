@@ -14,6 +14,8 @@
 #include "family.h"
 #include "http_server.h"
 #include "metrics.h"
+#include "metrics_ident.h"
+#include "monitor_follow.h"
 #include "monitor_ship.h"
 #include "privileges.h"
 #include "record_args.h"
@@ -53,6 +55,33 @@ static void render(void *arg, FILE *f)
 
 #define FAIL(...) msg__fail(__VA_ARGS__)
 
+/* metrics_opts.ident: the job and role labels, the job from --job-label-env's variable. */
+static int ident(__u32 pid, struct metrics_ident *id, const void *arg)
+{
+	return metrics_ident__read(pid, arg, id);
+}
+
+/*
+ * The recording, and with -p what comes after its targets' exit: --exit-grace's serving,
+ * --follow's next recording of the restarted job (the same metrics: its series go on).
+ */
+static int record(struct record_args *a)
+{
+	struct monitor_follow mf = { a->job_env, a->grace_ns, a->follow };
+	struct record_opts *o = &a->o;
+	int ret;
+
+	if (!o->system_wide)
+		monitor_follow__init(&mf, o);
+	for (;;) {
+		ret = recorder__run(o);
+		/* -d's end is the monitor's (with -p, until the targets' exit or a signal) */
+		if (ret || o->system_wide || o->duration_ns || recorder__stop_signalled() ||
+		    !monitor_follow__wait(&mf, o))
+			return ret;
+	}
+}
+
 /* What only monitor checks: it launches nothing, and -o names the flight recorder's dumps. */
 static int check_monitor(struct record_args *a, int argc, char **argv)
 {
@@ -72,6 +101,15 @@ static int check_monitor(struct record_args *a, int argc, char **argv)
 	if (a->ship_opts && !a->ship_url)
 		return FAIL("--ship-interval, --ship-spool and --ship-spool-max are --ship's: add "
 			    "--ship clickhouse://HOST:PORT/JOB");
+	if (a->follow && o->system_wide)
+		return FAIL("--follow follows -p's job across its restarts: -a sees every process "
+			    "already (drop --follow)");
+	if (a->follow && o->duration_ns)
+		return FAIL(
+			"--follow waits for the job's restarts, -d stops at its time: drop one");
+	if (a->follow && o->flight.window_ns)
+		return FAIL("--follow records the job again after a restart, which would start "
+			    "--flight-recorder's window over: use -a with the flight recorder");
 	if (!o->flight.window_ns && o->output)
 		return FAIL("monitor writes no trace file: -o names --flight-recorder's dumps (add "
 			    "--flight-recorder=60s, or drop -o)");
@@ -98,6 +136,9 @@ int cmd_monitor(int argc, char **argv)
 		goto out;
 	mo.top_n = a.top_n;
 	mo.grace_ns = a.grace_ns;
+	o->records_again = a.follow;
+	mo.ident = ident;
+	mo.ident_arg = a.job_env;
 	/* A bad address is refused before anything is loaded. */
 	srv = http_server__listen(a.listen, err, sizeof(err));
 	if (!srv) {
@@ -125,8 +166,11 @@ int cmd_monitor(int argc, char **argv)
 	 */
 	if (a.bpf_stats && (stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME)) < 0)
 		pr_warn("no BPF run time (bpf_stats): %s\n", strerror(errno));
-	/* Before the server's thread: it serves with no more than recording needs. */
-	e = privileges__drop(o->flight.window_ns != 0, uprobe_broker__start);
+	/*
+	 * Before the server's thread: it serves with no more than recording needs. --follow
+	 * loads the probes again at each restart: it keeps what loading them needs.
+	 */
+	e = a.follow ? 0 : privileges__drop(o->flight.window_ns != 0, uprobe_broker__start);
 	if (e)
 		pr_warn("cannot drop the capabilities monitoring does not need: %s\n",
 			strerror(-e));
@@ -144,7 +188,7 @@ int cmd_monitor(int argc, char **argv)
 	o->sink_arg = m;
 	o->sink_name = http_server__url(srv);
 	record_args__libbpf_print(o->verbose);
-	ret = recorder__run(o);
+	ret = record(&a);
 out:
 	http_server__free(srv);	     /* before the metrics it reads */
 	monitor_ship__stop(sv.ship); /* the last interval: every record is counted */

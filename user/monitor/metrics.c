@@ -11,9 +11,19 @@
  * every series is monotonic: a process that loses its series stops adding to it (the series
  * goes away), its later events count as "other", and if it wins series again they continue
  * where they stopped. A pid reused by a new process starts a new entry (zeroed counters).
+ *
+ * Slots go to what runs: an exited process gives its slot back at once (its series stay for
+ * the grace, at most top_n of them, the oldest going first), and an owner idle for a whole
+ * rebalance window gives its slot to the first process with events that finds none free, so
+ * a job's new process waits neither behind exited one-shot processes nor idle ones. Restarts: a process that starts with the job and
+ * role of an exited one (metrics_ident.h; a worker's role is its parent's fork order) takes
+ * its series over, and its slot when one is free: the counters go on from where the exited
+ * one stopped, under the new pid, and the exited one's series end then.
  */
 #include <errno.h>
 #include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "metrics_state.h"
@@ -137,10 +147,32 @@ static void proc_drop(struct metrics *m, __u32 pid)
 
 	if (!p)
 		return;
-	if (p->owned)
+	if (p->owned && p->dead_at)
+		m->ndead_owned--;
+	else if (p->owned)
 		m->nowned--;
 	series_free(&p->s);
 	hmap__del(m->procs, (struct hkey){ pid, 0 });
+}
+
+/*
+ * Every slot is taken and P, alive, has events: the owner idle longest, with no event for a
+ * whole rebalance window and none since, gives P its slot now (not at the next rebalance: a
+ * job's new process would count under "other" meanwhile).
+ */
+static void take_idle_slot(struct metrics *m, struct metrics_proc *p)
+{
+	struct metrics_proc *q, *idle = NULL;
+	size_t it = 0;
+
+	while ((q = hmap__next(m->procs, &it, NULL)))
+		if (q->owned && !q->dead_at && q->idle && !q->activity &&
+		    (!idle || q->idle > idle->idle))
+			idle = q;
+	if (!idle)
+		return;
+	idle->owned = 0;
+	p->owned = 1;
 }
 
 /*
@@ -158,6 +190,9 @@ static struct metrics_series *series_of(struct metrics *m, __u32 pid, __u64 even
 	if (!p->owned && !p->dead_at && m->nowned < m->o.top_n) {
 		p->owned = 1;
 		m->nowned++;
+	} else if (!p->owned && !p->dead_at && p->asked != m->last_rebalance) {
+		p->asked = m->last_rebalance; /* one look per window: not at every event */
+		take_idle_slot(m, p);
 	}
 	return p->owned ? &p->s : &m->other;
 }
@@ -201,10 +236,14 @@ void *metrics_owner__series(const struct metrics_owner *o, const struct family *
 	return i < 0 ? NULL : o->s->fam[i];
 }
 
-/* P exited at AT: its series go when its grace ends (metrics__housekeep). */
+/* P exited at AT: its slot is free now, its series go when its grace ends (housekeep). */
 static void set_dead(struct metrics *m, struct metrics_proc *p, __u64 at)
 {
 	p->dead_at = at;
+	if (p->owned) {
+		m->nowned--;
+		m->ndead_owned++;
+	}
 	if (!m->grace_end || at + m->o.grace_ns < m->grace_end)
 		m->grace_end = at + m->o.grace_ns;
 }
@@ -225,13 +264,110 @@ static void set_comm(struct metrics *m, __u32 pid, const char *comm)
 		memcpy(p->comm, comm, BS_COMM_LEN);
 }
 
+static int series_empty(const struct metrics_series *s)
+{
+	for (int i = 0; i < FAMILY_MAX; i++)
+		if (s->fam[i])
+			return 0;
+	return 1;
+}
+
+/*
+ * A restart: P, new, has the job and role of an exited process with series (the last to
+ * exit): P takes them over, and their slot when one is free. What P counted before (between
+ * a fork and its exec, under its parent's job) goes: its labels change at the exec anyway.
+ */
+static void continue_series(struct metrics *m, struct metrics_proc *p)
+{
+	struct metrics_proc *q, *prev = NULL;
+	size_t it = 0;
+
+	if (!p->id.job[0] || p->dead_at)
+		return;
+	while ((q = hmap__next(m->procs, &it, NULL)))
+		if (q != p && q->dead_at && !series_empty(&q->s) && !strcmp(q->id.job, p->id.job) &&
+		    !strcmp(q->id.role, p->id.role) && (!prev || q->dead_at > prev->dead_at))
+			prev = q;
+	if (!prev)
+		return;
+	series_free(&p->s);
+	p->s = prev->s;
+	memset(&prev->s, 0, sizeof(prev->s));
+	if (!p->owned && prev->owned && m->nowned < m->o.top_n) {
+		p->owned = 1;
+		m->nowned++;
+	}
+	proc_drop(m, prev->pid); /* P may have moved: the map may grow no more here */
+}
+
+/* P's role as its parent PP's worker: "worker N", N its fork order ("rank 1 worker N"). */
+static void set_worker(struct metrics_proc *p, struct metrics_proc *pp)
+{
+	char r[M_ROLE_LEN];
+	int is_main = !strcmp(pp->id.role, "main");
+
+	memcpy(r, pp->id.role, sizeof(r)); /* P's role may be PP's (a fork copies it) */
+	/* "rank 1" at most 16 bytes: a role of its parent's always fits */
+	if (snprintf(p->id.role, sizeof(p->id.role), "%s%sworker %u", is_main ? "" : r,
+		     is_main ? "" : " ", pp->nforks++) >= (int)sizeof(p->id.role))
+		p->id.role[sizeof(p->id.role) - 1] = 0;
+}
+
+/*
+ * PID's job and role, read now that it started (PPID: its parent, 0 if not known): a process
+ * gone before it could be read is its name's job. A child with its parent's job and role (a
+ * worker the monitor found running, forked before it started) is the parent's worker.
+ */
+static void identify(struct metrics *m, __u32 pid, __u32 ppid)
+{
+	struct metrics_proc *p = proc_get(m, pid, 1), *pp;
+	struct metrics_ident id;
+
+	if (!p || !m->o.ident || p->forked || (ppid && p->id.job[0]))
+		return; /* a PROCESS record after its EXEC's: read then */
+	if (m->o.ident(pid, &id, m->o.ident_arg)) {
+		memset(&id, 0, sizeof(id));
+		snprintf(id.job, sizeof(id.job), "%s", p->comm);
+		snprintf(id.role, sizeof(id.role), "main");
+	}
+	p->id = id;
+	if (ppid && ppid != pid && (pp = proc_get(m, ppid, 0)) && !pp->dead_at &&
+	    !strcmp(pp->id.job, id.job) && !strcmp(pp->id.role, id.role))
+		set_worker(p, pp);
+	continue_series(m, p);
+}
+
 /* A new process under PID: a recycled pid continues nothing of the process it was before. */
 static void on_fork(struct metrics *m, const struct bs_fork *r)
 {
+	struct metrics_proc *p, *pp;
+	struct metrics_ident id = {};
+
 	if (r->child_pid != r->child_tid)
 		return; /* a thread */
 	proc_drop(m, r->child_pid);
 	set_comm(m, r->child_pid, r->comm);
+	pp = m->o.ident ? proc_get(m, r->h.pid, 0) : NULL;
+	if (!pp || !pp->id.job[0] || !(p = proc_get(m, r->child_pid, 1)))
+		return;
+	/* Its parent's job, its worker until it execs (a DataLoader's worker N). */
+	id = pp->id;
+	p->id = id;
+	set_worker(p, pp);
+	p->forked = 1;
+	continue_series(m, p);
+}
+
+static void on_exec(struct metrics *m, const struct bs_exec *r)
+{
+	struct metrics_proc *p = proc_get(m, r->h.pid, 1);
+
+	set_comm(m, r->h.pid, r->comm);
+	if (p) {
+		p->forked = 0;
+		memset(&p->id, 0, sizeof(p->id));
+	}
+	identify(m, r->h.pid, 0);
 }
 
 /* The exited processes whose grace period has ended go; GRACE_END is the next one's. */
@@ -257,6 +393,24 @@ static void drop_graced(struct metrics *m)
 		for (int i = 0; i < ndead; i++)
 			proc_drop(m, dead[i]);
 	} while (ndead == 256);
+}
+
+/* At most top_n exited processes keep series for the grace: the one that exited first goes. */
+static void cap_dead(struct metrics *m)
+{
+	struct metrics_proc *p, *first;
+	size_t it;
+
+	while (m->ndead_owned > m->o.top_n) {
+		first = NULL;
+		it = 0;
+		while ((p = hmap__next(m->procs, &it, NULL)))
+			if (p->owned && p->dead_at && (!first || p->dead_at < first->dead_at))
+				first = p;
+		if (!first)
+			break;
+		proc_drop(m, first->pid);
+	}
 }
 
 /*
@@ -290,13 +444,15 @@ static void rebalance(struct metrics *m)
 		} else {
 			break;
 		}
-		hi->activity = 0; /* counted once per round */
+		hi->activity = 0;      /* counted once per round */
+		hi->idle = UINT32_MAX; /* it had events: not idle (below) */
 	}
 	/* An exit can be missed (it raced the snapshot at the start): ask the kernel. */
 	it = 0;
 	while ((p = hmap__next(m->procs, &it, NULL))) {
 		if (!p->activity && !p->dead_at && kill(p->pid, 0) && errno == ESRCH)
 			set_dead(m, p, m->now);
+		p->idle = p->activity || p->idle == UINT32_MAX ? 0 : p->idle + 1;
 		p->activity = 0;
 	}
 }
@@ -310,6 +466,8 @@ void metrics__housekeep(struct metrics *m, __u64 now)
 	/* At the grace's end, not at the next rebalance: --exit-grace is what a user waits. */
 	if (m->grace_end && m->now > m->grace_end)
 		drop_graced(m);
+	if (m->ndead_owned > m->o.top_n)
+		cap_dead(m);
 	if (m->now >= m->last_rebalance + m->o.rebalance_ns) {
 		m->last_rebalance = m->now;
 		rebalance(m);
@@ -338,12 +496,13 @@ void metrics__record(void *arg, const struct bs_hdr *h)
 	}
 	case BS_REC_PROCESS:
 		set_comm(m, h->pid, ((const struct bs_process *)h)->comm);
+		identify(m, h->pid, ((const struct bs_process *)h)->ppid);
 		break;
 	case BS_REC_FORK:
 		on_fork(m, (const void *)h);
 		break;
 	case BS_REC_EXEC:
-		set_comm(m, h->pid, ((const struct bs_exec *)h)->comm);
+		on_exec(m, (const void *)h);
 		break;
 	case BS_REC_COMM:
 		if (h->pid == h->tid) /* the process's name is its main thread's */

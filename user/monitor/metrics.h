@@ -8,7 +8,9 @@
  * record_opts.sink is given every record record_ctx__write would write (the file's whole
  * stream, user-space records included), on the recording's thread. The metrics keep the
  * owners of series: per process, the top N by activity own series, the rest add up under
- * pid="other"; an exited process's series go after the grace. What is counted is each
+ * pid="other"; an exited process's series go after the grace, its slot at once. Each process
+ * has a job and a role label (metrics_ident.h): a process that starts with the job and role of
+ * one that exited continues its series (a restarted job). What is counted is each
  * family's (struct family.metrics, metrics_family.h): its record hook folds the records it
  * knows into counters per owner (metrics__series) or for the node (cumulative in-kernel
  * snapshots, osrt's SYSCALL_AGG and gil's GIL_AGG, into increments per thread), its render
@@ -23,10 +25,18 @@
 #include <linux/types.h>
 #include "records.h"
 
+struct metrics_ident;
+
 struct metrics_opts {
 	__u32 top_n;	    /* processes with series of their own; the rest are pid="other" */
 	__u64 grace_ns;	    /* an exited process's series stay this long, then go */
 	__u64 rebalance_ns; /* how often the busiest processes may take over series */
+	/*
+	 * A process's job and role labels (metrics_ident__read in monitor; 0 when read), asked
+	 * as it is first seen and after each exec. NULL: no job and role labels.
+	 */
+	int (*ident)(__u32 pid, struct metrics_ident *id, const void *arg);
+	const void *ident_arg;
 };
 
 struct metrics;

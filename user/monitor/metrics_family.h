@@ -84,7 +84,10 @@ struct m_count m_count__delta(struct hmap *last, struct hkey key, __u64 count, _
 
 /* "# HELP NAME HELP" and "# TYPE NAME TYPE". */
 void metrics__head(FILE *f, const char *name, const char *type, const char *help);
-/* An owner's labels: pid="123",comm="python3" (escaped), or pid="other",comm="". */
+/*
+ * An owner's labels: pid="123",comm="python3",job_name="python3 train.py",role="main" (escaped;
+ * job and role when known), or pid="other",comm="".
+ */
 void metrics__owner_labels(FILE *f, const struct metrics_owner *o);
 /* NAME{LABELS,le=...} for each bucket, then _sum and _count; durations in seconds. */
 void metrics__hist_lines(FILE *f, const char *name, const char *labels, const struct m_hist *h,

@@ -48,6 +48,13 @@ void metrics__owner_labels(FILE *f, const struct metrics_owner *o)
 	fprintf(f, "pid=\"%u\",comm=\"", o->p->pid);
 	metrics__label(f, o->p->comm, BS_COMM_LEN);
 	fputc('"', f);
+	if (!o->p->id.job[0])
+		return;
+	fputs(",job_name=\"", f);
+	metrics__label(f, o->p->id.job, sizeof(o->p->id.job));
+	fputs("\",role=\"", f);
+	metrics__label(f, o->p->id.role, sizeof(o->p->id.role));
+	fputc('"', f);
 }
 
 static double secs(__u64 ns)
@@ -113,8 +120,8 @@ static void render_own(FILE *f, struct metrics *m, size_t nowners)
 		      "Processes known (alive, or exited within the grace period).");
 	fprintf(f, "bpfsight_processes %zu\n", hmap__count(m->procs));
 	metrics__head(f, "bpfsight_processes_with_series", "gauge",
-		      "Processes with series of their own (at most --top); the rest are "
-		      "pid=\"other\".");
+		      "Processes with series of their own: at most --top alive, and at most --top "
+		      "exited within the grace; the rest are pid=\"other\".");
 	fprintf(f, "bpfsight_processes_with_series %zu\n", nowners - 1);
 }
 

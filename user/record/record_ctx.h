@@ -44,6 +44,11 @@ struct record_opts {
 	__u32 pid_parent[RECORD_MAX_PIDS];
 	char pid_comm[RECORD_MAX_PIDS][BS_COMM_LEN];
 	__u32 no_subprocesses; /* --no-subprocesses: -p takes in no existing child */
+	/*
+	 * monitor --follow: this process records again after this recording (a restarted job),
+	 * so it keeps what loading probes needs: no capability dropped, no seccomp filter.
+	 */
+	__u32 records_again;
 	__u32 system_wide;
 	/*
 	 * -a's --exclude-pid (with their descendants) and --exclude-comm (a process whose name

@@ -337,6 +337,27 @@ static int opt_bpf_stats(struct record_args *a, const char *arg)
 	return 0;
 }
 
+static int opt_job_env(struct record_args *a, const char *arg)
+{
+	for (const char *c = arg; *c; c++)
+		if (!(*c == '_' || (*c >= 'A' && *c <= 'Z') || (*c >= 'a' && *c <= 'z') ||
+		      (c > arg && *c >= '0' && *c <= '9')))
+			return FAIL("bad --job-label-env '%s': an environment variable's name "
+				    "(SLURM_JOB_NAME)",
+				    arg);
+	if (!*arg)
+		return FAIL("bad --job-label-env '': an environment variable's name "
+			    "(SLURM_JOB_NAME)");
+	a->job_env = arg;
+	return 0;
+}
+
+static int opt_follow(struct record_args *a, const char *arg)
+{
+	a->follow = 1;
+	return 0;
+}
+
 static int opt_ship(struct record_args *a, const char *arg)
 {
 	/* the rest of the URL is ship's to read (ch_http.h), once monitor starts */
@@ -542,10 +563,20 @@ static const struct rec_option table[] = {
 	  "PORT is 127.0.0.1:PORT; :PORT or 0.0.0.0:PORT for a Prometheus elsewhere; port 0 "
 	  "picks a free one)", NULL, opt_listen },
 	{ "top", 0, "N", M,
-	  "processes with series of their own, the busiest ones (default 30); the others add up "
-	  "under pid=\"other\"", NULL, opt_top },
-	{ "exit-grace", 0, "DUR", M, "an exited process's series stay DUR (default 2m)", NULL,
-	  opt_grace },
+	  "processes with series of their own (default 30): a free slot at a process's first "
+	  "event, given back at its exit or after 10 s idle; the others add up under "
+	  "pid=\"other\"", NULL, opt_top },
+	{ "exit-grace", 0, "DUR", M,
+	  "an exited process's series stay DUR (default 2m); with -p, the monitor serves the "
+	  "last interval this long after its targets exit", NULL, opt_grace },
+	{ "job-label-env", 0, "NAME", M,
+	  "the environment variable whose value is a process's job label (default: "
+	  "TORCHELASTIC_RUN_ID, else MASTER_ADDR:MASTER_PORT, else its command line)", NULL,
+	  opt_job_env },
+	{ "follow", 0, NULL, M,
+	  "with -p: when the targets exit, wait up to --exit-grace for a process of the same "
+	  "job (job label or command line) and monitor it, series continued", NULL,
+	  opt_follow },
 	{ "kill", 0, "SIG|none", R,
 	  "launch mode: signal sent to CMD when -d ends (default TERM, as nsys)", NULL, opt_kill },
 	{ "user", 'u', "USER", R,

@@ -31,6 +31,8 @@ struct record_args {
 	__u32 top_n;
 	__u64 grace_ns;
 	int bpf_stats;
+	const char *job_env;	/* --job-label-env: the variable that names a process's job */
+	int follow;		/* --follow: -p's job is followed across its restarts */
 	const char *ship_url;	/* --ship: each interval's values to ClickHouse (NULL: none) */
 	const char *ship_spool; /* --ship-spool (NULL: the cache's, as ship's) */
 	__u64 ship_interval_ns; /* --ship-interval */

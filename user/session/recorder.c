@@ -112,7 +112,12 @@ static void *stop_watch(void *arg)
 static void watch_stops(void)
 {
 	static sigset_t stops;
+	static int watching; /* monitor --follow records again: one watcher serves every run */
 	pthread_t t;
+
+	if (watching)
+		return;
+	watching = 1;
 
 	sigemptyset(&stops);
 	sigaddset(&stops, SIGINT);
@@ -124,6 +129,11 @@ static void watch_stops(void)
 		return;
 	}
 	pthread_detach(t);
+}
+
+int recorder__stop_signalled(void)
+{
+	return stop_signal != 0;
 }
 
 void recorder__stop(const char *why)
@@ -406,7 +416,9 @@ static int start(struct recording *r)
 	ctx->stop_flag = &stop_signal;
 	/* CMD forked with what it had; the rest runs with what recording needs (privileges.h). */
 	/* Written later, maybe into another user's directory: dumps, --inject's shim. */
-	err = privileges__drop(o->flight.window_ns != 0 || o->inject, uprobe_broker__start);
+	err = o->records_again ? 0
+			       : privileges__drop(o->flight.window_ns != 0 || o->inject,
+						  uprobe_broker__start);
 	if (err)
 		pr_warn("cannot drop the capabilities recording does not need: %s\n",
 			strerror(-err));
@@ -498,10 +510,12 @@ static int go_live(struct recording *r)
 	ctx->pump = r->pump;
 	pump_tid = ring_pump__tid(r->pump);
 	/* Every family attached: what recording never does from here on is denied. */
-	err = privileges__confine(o->inject, record_opts__writes_targets(o), &check);
+	err = o->records_again
+		      ? 0
+		      : privileges__confine(o->inject, record_opts__writes_targets(o), &check);
 	if (err)
 		pr_warn("cannot install the seccomp filter: %s\n", strerror(-err));
-	else if (o->verbose)
+	else if (o->verbose && !o->records_again)
 		pr_info("seccomp filter installed: %s\n", check);
 	/*
 	 * The recording starts now, every probe live: -d counts from here, and the file's start

@@ -68,5 +68,7 @@ int recorder__run(const struct record_opts *opts);
  * the signal ("5 frames shown"; kept by pointer: a string that outlives the recording).
  */
 void recorder__stop(const char *why);
+/* 1 once a stop signal came (SIGINT, SIGTERM, SIGHUP, recorder__stop), also between runs. */
+int recorder__stop_signalled(void);
 
 #endif /* BPFSIGHT_RECORDER_H */
