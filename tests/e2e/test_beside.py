@@ -16,7 +16,10 @@ Every uprobe link the recorder holds must also name a process of the job (its fd
 Other tracers on the machine may write into every process while a run goes on (a recording
 under -a, bpftrace, an older bpfsight): a run beside one proves nothing, and is made again once
 they are gone (touched.global_probes, watched during each run), for 3 minutes; a machine whose
-tracers never leave that long gets the test's other checks and a Skip saying why."""
+tracers never leave that long gets the test's other checks and a Skip saying why. So is a run
+whose twin had int3s that went while the recording still ran (touched.code_goes): a tracer's
+probes being taken out after its descriptors closed, which nothing else shows (CI once found
+the last 7 of libcudart's cuda sites in a twin so, with no tracer holding any)."""
 import json
 import os
 import re
@@ -92,9 +95,16 @@ class Beside:
         self.unproved = []
 
     def check(self, what, twin):
+        def went(results, code):
+            # this recording's probes stay in while it runs: int3s that go meanwhile were
+            # another tracer's, being taken out
+            if code and touched.code_goes(twin, 60):
+                return f"the twin's int3s in {sorted(code)} went by themselves"
+            return None
+
         results, twin_code = touched.run_untouched(
             TRANSLATED, what, lambda: touched.written_code(twin),
-            lambda results, code: not code and all(rc == 0 for _, rc, _ in results))
+            lambda results, code: not code and all(rc == 0 for _, rc, _ in results), passing=went)
         if results is None:
             self.unproved.append(what)
             return
