@@ -39,6 +39,15 @@ int snap_tasks(struct bpf_iter__task *ctx)
 	/* what /proc's schedstat says: the thread's own clock the ledger is checked against */
 	if (bpf_core_field_exists(t->sched_info.run_delay))
 		st.run_delay_ns = BPF_CORE_READ(t, sched_info.run_delay);
+	/*
+	 * A stamp is cleared as a thread gets its CPU or leaves the queue, so an asleep thread has
+	 * none, but 6.12+'s delayed dequeue keeps an asleep thread queued a while, and moving it
+	 * to another CPU then stamps it, a stamp its final dequeue leaves: its next switch-in adds
+	 * the sleep since to run_delay (a thread asleep 300 ms after taskset moved it: +302 ms).
+	 */
+	if (bpf_core_field_exists(t->sched_info.last_queued) && st.state &&
+	    BPF_CORE_READ(t, sched_info.last_queued))
+		st.queue_stale = 1;
 	st.fsbase = t->thread.fsbase;
 	st.off_cpu_ns = task_off_cpu_ns(t);
 	__builtin_memcpy(st.comm, t->comm, sizeof(st.comm));

@@ -60,6 +60,11 @@ struct bs_thread_snap {
 #define BS_SNAP_EDGES	  (BS_SNAP_AT_START | BS_SNAP_AT_END)
 /* Read for a live view (top -p, each refresh): never in a file, readers skip it. */
 #define BS_SNAP_NOW 0x100
+/*
+ * Asleep with a stale queue stamp (snap_task.queue_stale): its schedstat (run_delay_ns) will
+ * count part of this sleep as time ready to run; the ledger checks no wait against it.
+ */
+#define BS_SNAP_CLOCK_STALE 0x200
 
 /*
  * A THREAD_SNAP this long (since bpfsight 0.16; older files' are a bs_thread_snap) also says

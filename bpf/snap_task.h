@@ -19,7 +19,9 @@ struct snap_task {
 	__s64 syscall; /* the system call it entered the kernel with (task_regs.bpf.h), -1 none */
 	__u64 arg0;    /* its first argument (a futex's address: the GIL's, a lock's) */
 	__u32 kthread; /* a kernel thread: no user space */
-	__u32 pad;
+	/* Asleep with a queue stamp (sched_info.last_queued): its schedstat will count part of
+	 * the sleep as a wait for a CPU at its next switch-in (BS_SNAP_CLOCK_STALE). */
+	__u32 queue_stale;
 	/* The user registers saved where it entered the kernel (valid unless on_cpu) */
 	__u64 ip, sp, bp;
 	__u64 fsbase;	    /* its TLS: glibc's struct pthread, a 3.8-3.10 thread state's key */

@@ -82,7 +82,8 @@ static int ledger_lines(void *st, const struct trace_model *m, __u64 from, __u64
 static void ledger_clock(void *st, __u32 pid, __u32 tid, __u64 ts, __u64 cpu_ns, __u64 delay_ns,
 			 int end)
 {
-	ledger__clock(st, pid, tid, ts, cpu_ns, delay_ns, end);
+	ledger__clock(st, pid, tid, ts, cpu_ns, delay_ns, end,
+		      0); /* /proc's schedstat: no stamp read */
 }
 
 static void ledger_free(void *st)

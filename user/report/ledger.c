@@ -336,12 +336,15 @@ void ledger__sample(struct ledger *l, __u32 pid, __u32 tid, __u32 cpu, __u64 ts,
 }
 
 void ledger__clock(struct ledger *l, __u32 pid, __u32 tid, __u64 ts, __u64 cpu_ns,
-		   __u64 run_delay_ns, int end)
+		   __u64 run_delay_ns, int end, int stale)
 {
 	struct lthread *t = ledger__thr(l, pid, tid, 1);
 
 	if (!t)
 		return;
+	/* stale at the end: its next switch-in, which would count the sleep, comes after */
+	if (!end)
+		t->clk_stale = !!stale;
 	t->clk_ts[!!end] = ts;
 	t->clk_cpu[!!end] = cpu_ns;
 	t->clk_delay[!!end] = run_delay_ns;
@@ -1056,7 +1059,7 @@ static void tail_asleep(struct lthread *t, __u64 start, __u64 end)
 			last = b;
 	}
 	cpu = t->clk_cpu[1] - t->clk_cpu[0];
-	delay = t->clk_delay[1] - t->clk_delay[0];
+	delay = t->clk_stale ? 0 : t->clk_delay[1] - t->clk_delay[0];
 	on = end - (t->born > start ? t->born : start) - off;
 	if (on <= cpu + TAIL_MIN_NS || end <= last)
 		return;
@@ -1191,6 +1194,7 @@ int ledger__check(const struct ledger *l, size_t *it, struct ledger_check *c)
 		c->window_ns = b - a;
 		c->clock_oncpu_ns = t->clk_cpu[1] - t->clk_cpu[0];
 		c->clock_runnable_ns = t->clk_delay[1] - t->clk_delay[0];
+		c->clock_stale = t->clk_stale;
 		/*
 		 * The timeline between the two reads, as the kernel counts it: time on a CPU as it
 		 * passes, a wait for a CPU whole when it ends (schedstat adds a thread's time queued

@@ -120,10 +120,11 @@ void ledger__sample(struct ledger *l, __u32 pid, __u32 tid, __u32 cpu, __u64 ts,
 /*
  * proc: thread TID of PID's own clocks read at TS, at the recording's start (END 0) or end:
  * its time on a CPU and ready to run so far (its schedstat), what ledger__check compares the
- * ledger's account of it with.
+ * ledger's account of it with. STALE: asleep with a stale queue stamp (BS_SNAP_CLOCK_STALE):
+ * at the start, its run_delay will count part of that sleep.
  */
 void ledger__clock(struct ledger *l, __u32 pid, __u32 tid, __u64 ts, __u64 cpu_ns,
-		   __u64 run_delay_ns, int end);
+		   __u64 run_delay_ns, int end, int stale);
 
 /* proc: thread TID of PID began (BORN) or ended (DIED) inside the recording; 0 = not seen. */
 void ledger__life(struct ledger *l, __u32 pid, __u32 tid, __u64 born, __u64 died);
@@ -254,6 +255,7 @@ struct ledger_check {
 	__u64 window_ns;
 	__u64 oncpu_ns, clock_oncpu_ns;
 	__u64 runnable_ns, clock_runnable_ns;
+	int clock_stale; /* clock_runnable_ns counts part of a sleep: no check (BS_SNAP_CLOCK_STALE) */
 };
 
 /* The next thread read at both edges (start with *IT = 0): 1, 0 past the last. */

@@ -795,7 +795,8 @@ __u32 snap__flags(const struct snap *s, const struct snap_thread *th)
 	return (t->on_cpu || th->sampled ? BS_SNAP_RUNNING : 0) |
 	       (th->sampled ? BS_SNAP_SAMPLED : 0) | (th->in_kernel ? BS_SNAP_IN_KERNEL : 0) |
 	       (th->gil ? BS_SNAP_GIL : 0) | (t->exiting ? BS_SNAP_EXITING : 0) |
-	       (snap__waits_for_gil(s, th) ? BS_SNAP_GIL_WAIT : 0);
+	       (snap__waits_for_gil(s, th) ? BS_SNAP_GIL_WAIT : 0) |
+	       (t->queue_stale ? BS_SNAP_CLOCK_STALE : 0);
 }
 
 const char *snap__state(const struct snap *s, const struct snap_thread *th, char *buf, size_t len)

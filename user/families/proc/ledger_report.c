@@ -115,7 +115,7 @@ static void check_rows(struct ledger *l, const struct trace_model *m, struct tab
 {
 	struct ledger_check c;
 	double worst = 0;
-	__u32 wtid = 0;
+	__u32 wtid = 0, stale = 0, nstale = 0;
 	size_t it = 0;
 
 	while (ledger__check(l, &it, &c)) {
@@ -135,7 +135,13 @@ static void check_rows(struct ledger *l, const struct trace_model *m, struct tab
 		table__set_u64(t, C_ONCPU, c.oncpu_ns);
 		table__set_u64(t, C_RUNNABLE, c.runnable_ns);
 		table__set_u64(t, C_CLOCK_ONCPU, c.clock_oncpu_ns);
-		table__set_u64(t, C_CLOCK_RUNNABLE, c.clock_runnable_ns);
+		if (c.clock_stale) { /* no check: left empty, said below */
+			stale = c.tid;
+			nstale++;
+			d2 = 0;
+		} else {
+			table__set_u64(t, C_CLOCK_RUNNABLE, c.clock_runnable_ns);
+		}
 		d1 = d1 < 0 ? -d1 : d1;
 		d2 = d2 < 0 ? -d2 : d2;
 		if (d1 > worst || d2 > worst) {
@@ -149,6 +155,15 @@ static void check_rows(struct ledger *l, const struct trace_model *m, struct tab
 			"The ledger's timeline of thread %u is %.1f points of its time from "
 			"its own clocks: context switches were missed (sched_missed)",
 			wtid, 100 * worst);
+	if (nstale)
+		table__add_note(
+			t,
+			"Ready By Its Clock is left empty for %u thread%s (tid %u%s): asleep at the "
+			"start after the kernel moved %s to another CPU with %s dequeue "
+			"delayed (6.12+), %s schedstat counts that sleep as a wait for a CPU",
+			nstale, nstale == 1 ? "" : "s", stale, nstale == 1 ? "" : " and others",
+			nstale == 1 ? "it" : "them", nstale == 1 ? "its" : "their",
+			nstale == 1 ? "its" : "their");
 }
 
 static int ledger_report_emit(void *st, const struct trace_model *m, struct table *t)

@@ -13,7 +13,8 @@ static void proc_ledger_feed(struct ledger *l, const struct bs_hdr *rec,
 	if (rec->type == BS_REC_THREAD_SNAP && rec->size >= sizeof(*c) &&
 	    (c->s.flags & BS_SNAP_EDGES))
 		ledger__clock(l, rec->pid, rec->tid, rec->ts, c->s.cpu_ns, c->run_delay_ns,
-			      !!(c->s.flags & BS_SNAP_AT_END));
+			      !!(c->s.flags & BS_SNAP_AT_END),
+			      !!(c->s.flags & BS_SNAP_CLOCK_STALE));
 	else if (rec->type == BS_REC_THREAD_SNAP && rec->size >= sizeof(struct bs_thread_snap) &&
 		 (c->s.flags & BS_SNAP_NOW) && !(c->s.flags & BS_SNAP_RUNNING) && c->s.off_cpu_ns &&
 		 c->s.off_cpu_ns < rec->ts)
