@@ -328,3 +328,10 @@ void uprobe_mgr__free_groups(struct uprobe_mgr *m)
 	uprobe_closer__free(m->closer);
 	m->closer = NULL;
 }
+
+/* Here, with the groups: uprobe_multi.c stays free of the manager (bench/floor builds it alone). */
+void uprobe_links__detach(struct uprobe_links *l)
+{
+	uprobe_group__free(l->group);
+	uprobe_links__close(l);
+}

@@ -14,7 +14,6 @@
 #include "link_reaper.h"
 #include "uprobe_broker.h"
 #include "uprobe_multi.h"
-#include "uprobe_mgr_priv.h"
 
 /* A value from the kernel's uapi (linux/bpf.h of 6.6+), absent from Debian 12's headers. */
 #define F_UPROBE_MULTI_RETURN 1
@@ -169,7 +168,7 @@ static int attach(struct uprobe_links *l, const struct bpf_program *prog, const 
 						    offsets[i], &uo);
 		if (!l->links[i]) {
 			err = -errno;
-			uprobe_links__detach(l);
+			uprobe_links__close(l);
 			return err;
 		}
 		l->nlinks++;
@@ -195,9 +194,8 @@ int uprobe_links__attach(struct uprobe_links *l, const struct bpf_program *prog,
 	return err;
 }
 
-void uprobe_links__detach(struct uprobe_links *l)
+void uprobe_links__close(struct uprobe_links *l)
 {
-	uprobe_group__free(l->group);
 	if (l->fd > 0)
 		close(l->fd);
 	link_reaper__destroy(l->links, l->nlinks);

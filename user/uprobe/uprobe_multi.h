@@ -79,7 +79,10 @@ int uprobe_multi__process_gone(pid_t pid);
  */
 int uprobe_links__attach(struct uprobe_links *l, const struct bpf_program *prog, const char *path,
 			 const __u64 *offsets, __u32 cnt, const struct uprobe_multi_opts *o);
-/* Detach everything in L (a zeroed L is fine), its group's links too; L can be attached again. */
+/* Detach everything in L (a zeroed L is fine), its group's links too; L can be attached again
+ * (uprobe_group.c). */
 void uprobe_links__detach(struct uprobe_links *l);
+/* L's own links alone, not its group's (attach's undoing; bench/floor has no groups). */
+void uprobe_links__close(struct uprobe_links *l);
 
 #endif /* BPFSIGHT_UPROBE_MULTI_H */
