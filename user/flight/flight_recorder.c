@@ -283,10 +283,28 @@ int flight__trigger(struct flight_recorder *fr, const char *reason, int say)
 	return 1;
 }
 
+/* REC ends a wait or call written open for the next dump: its open copy goes (the same start). */
+static void supersede_extra(struct flight_recorder *fr, const struct bs_hdr *rec)
+{
+	for (size_t i = 0; i < fr->nextra; i++) {
+		const struct bs_hdr *x = fr->extra[i];
+
+		if (x->type == rec->type && x->tid == rec->tid && x->ts == rec->ts) {
+			free(fr->extra[i]);
+			memmove(fr->extra + i, fr->extra + i + 1,
+				(--fr->nextra - i) * sizeof(*fr->extra));
+			return;
+		}
+	}
+}
+
 int flight__observe(struct flight_recorder *fr, const struct bs_hdr *rec)
 {
 	const struct flight_trigger *t;
 	char why[160];
+
+	if (fr->nextra)
+		supersede_extra(fr, rec);
 
 	/* Out of memory here costs names in a later dump, never the recording. */
 	flight_meta__observe(fr->fm, rec, trace_writer__seq(fr->w));

@@ -315,16 +315,15 @@ void recording__dump_open(struct recording *r)
 	size_t kept = 0, lost = 0;
 
 	/*
-	 * Two looks, then the ring drained: a wait or call open at both is open at the cut (its
-	 * end, if it comes, is read after the dump); one that ended in between is not written
-	 * open, and its record, in the ring by the second look, goes into the window with the
-	 * drain. So each is in the dump once, ended or open (a GIL wait that ended as the
-	 * trigger fired was in neither: test_flight.py).
+	 * Two looks, then the ring drained: a wait or call open at both is open at the cut; one
+	 * that ended in between is not written open, and its record, in the ring by the second
+	 * look, goes into the window with the drain, as does the record of one open at both that
+	 * ends before the drain is done, which then takes its open copy's place
+	 * (flight__observe). So each is in the dump once, ended or open (a GIL wait that ended as
+	 * the trigger fired was in neither: test_flight.py).
 	 */
 	look_open(r, &first);
 	look_open(r, &second);
-	for (int i = 0; i < 64 && record_ctx__read(&r->ctx, 0, RECORD_CTX_BATCH) > 0; i++)
-		;
 	for (size_t off = 0; off < second.n;) {
 		const struct bs_hdr *h = (const void *)(second.buf + off);
 
@@ -336,6 +335,8 @@ void recording__dump_open(struct recording *r)
 		}
 		off += h->size;
 	}
+	for (int i = 0; i < 64 && record_ctx__read(&r->ctx, 0, RECORD_CTX_BATCH) > 0; i++)
+		;
 	if (first.err || second.err)
 		pr_warn("flight recorder: the waits and calls open at the dump's cut: %s\n",
 			strerror(-(first.err ? first.err : second.err)));
