@@ -1091,8 +1091,15 @@ int record_args__check(struct record_args *a)
 		if (family__samples(fit.f) &&
 		    (o->cmd || (o->npids && !o->system_wide) || o->flight.window_ns))
 			o->families |= 1ull << fit.i;
-	o->families |= a->implied;		 /* after the defaults: an option adds to them */
-	if (a->cmd_bit == R && !a->stacks_given) /* the families whose stacks are on by default */
+	o->families |= a->implied; /* after the defaults: an option adds to them */
+	/*
+	 * The families whose stacks are on by default; top -p's too, for its ledger view (w): its
+	 * waits are named by the places they block in (without, a lock job's intervals said "a
+	 * futex" for its threading.Lock, named only where a system call's stack happened to be).
+	 */
+	if ((a->cmd_bit == R ||
+	     (a->cmd_bit == T && o->npids && !o->system_wide && (a->ledger || !a->trace))) &&
+	    !a->stacks_given)
 		for_each_family_slot(it, o->stack_ns)
 			if ((it.f->flags & FAMILY_STACKS_DEFAULT) &&
 			    (o->families & (1ull << it.i)) &&
