@@ -242,13 +242,17 @@ def test_dry_run_system_wide_nccl():
     check(m, f"summary: {p.stdout[-300:]}")
     real = os.path.realpath(NCCL)
     # -a sees every process: a torch job running beside (another test's, anyone's) maps a
-    # libtorch_cpu, whose gloo collectives the family probes (ProcessGroupGloo::nextTag),
+    # libtorch_cpu, whose gloo collectives the family probes (ProcessGroupGloo::nextTag, and
+    # AsyncWork's constructor and finishWorkGloo),
     # and another NCCL (the multi-rank tests' libnccl.so.2, tests/workloads/nccl_cpu/) is
     # probed as the real one is: its sites are checked the same way.
     gloo = {r[-1] for r in rows
             if os.path.realpath(r[-1]) != real and "libtorch_cpu" in r[-1]}
-    check(all(r[1] == "_ZN4c10d16ProcessGroupGloo7nextTagEv" for r in rows if r[-1] in gloo),
-          f"gloo sites: {p.stdout[-600:]}")
+    gloo_syms = {"_ZN4c10d16ProcessGroupGloo7nextTagEv",
+                 "_ZN4c10d16ProcessGroupGloo9AsyncWorkC2ESt6vectorIS2_IN2at6TensorESaIS4_EESaIS6_"
+                 "EEPKcRKN3c108optionalIS6_EE",
+                 "_ZN4c10d16ProcessGroupGloo9AsyncWork14finishWorkGlooEv"}
+    check(all(r[1] in gloo_syms for r in rows if r[-1] in gloo), f"gloo sites: {p.stdout[-600:]}")
     ncclish = {r[-1] for r in rows if r[-1] not in gloo}
     check(all(os.path.basename(o).startswith("libnccl.so") for o in ncclish),
           f"sites outside an NCCL and libtorch_cpu: {p.stdout[-600:]}")

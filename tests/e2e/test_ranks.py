@@ -241,12 +241,27 @@ GLOO_RANKS_PY = os.path.realpath(os.path.join(os.path.dirname(os.path.abspath(__
                                               "workloads", "gloo_ranks.py"))
 
 
+def gloo_ends(path, merged=False):
+    """{seq: end} of a gloo rank file: where each collective's work finished on the rank (the
+    `gloo work done` calls' entries); {(namespace, seq): end} of a merged one."""
+    out = {}
+    for e in dumped(path):
+        if e["kind"] == "nccl_api" and e["name"] == "gloo work done" and "seq" in e["args"]:
+            out[(e["pid"] >> 22, e["args"]["seq"]) if merged else e["args"]["seq"]] = e["ts"]
+    return out
+
+
+GLOO_BOUND_NS = 100000
+
+
 def test_merge_gloo_ranks_names_rank_size_and_host_pid():
     """Two torch.distributed ranks on gloo (Debian's torch), each recorded by its own `record`
-    (launch mode, -t nccl: ProcessGroupGloo's collectives), rank 1's wall clock 4.321 ms off,
-    rank 1 a straggler (3x the compute): merged, the ranks report names each file's rank, the
-    world size and the rank's pid as its host saw it (not the merged file's renumbered one);
-    the other rank tables name the ranks by them."""
+    (launch mode, -t nccl: ProcessGroupGloo's collectives and their works' ends), rank 1's wall
+    clock 4.321 ms off, rank 1 a straggler (3x the compute): merged on gloo's collective ends,
+    every end is placed within 100 us of where it happened (or 4 of merge's standard errors,
+    when a loaded machine makes those larger, plus the ranks' median return lag); the ranks
+    report names each file's rank, the world size and the rank's pid as its host saw it (not
+    the merged file's renumbered one); the other rank tables name the ranks by them."""
     need_root()
     if run(["/usr/bin/python3", "-c", "import torch.distributed"]).returncode:
         raise Skip("Debian's python3-torch is not installed (make deps)")
@@ -254,8 +269,9 @@ def test_merge_gloo_ranks_names_rank_size_and_host_pid():
     d = tmpdir()
     env = dict(os.environ, WORLD_SIZE="2", MASTER_ADDR="127.0.0.1",
                MASTER_PORT=str(free_port()), STEPS="60", STEP_MS="2")
+    shifts = [0, -4321000]
     procs, files = [], []
-    for r, shift in enumerate([0, -4321000]):
+    for r, shift in enumerate(shifts):
         files.append(os.path.join(d, f"rank{r}.bst"))
         p = subprocess.Popen([BPFSIGHT, "record", "-t", "nccl", "-o", files[-1], "--",
                               "/usr/bin/python3", GLOO_RANKS_PY], stdout=subprocess.PIPE,
@@ -272,19 +288,44 @@ def test_merge_gloo_ranks_names_rank_size_and_host_pid():
     merged = os.path.join(d, "job.bst")
     res = merge(files, merged)
     eq([f["ns"] for f in res["files"]], [0, 1], "rank 0's file is the reference, then rank 1")
-    # gloo's collectives are seen at each rank's entry only (no instant the ranks share):
-    # placed by the wall clocks, said (docs/NCCL.md, "gloo")
-    eq([(f["aligned_by"], f["points"]) for f in res["files"]],
-       [("reference", 0), ("wall clock", 0)], "how the files were aligned")
+    # gloo's collectives end where each one's work finished on the rank: merge fits by them
+    eq([f["aligned_by"] for f in res["files"]], ["reference", "collectives"],
+       "how the files were aligned")
+    check(all(f["points"] > 0 for f in res["files"]),
+          f"fit points used: {[f['points'] for f in res['files']]}")
+    eq([[(m["rank"], m["nranks"], m["collectives"]) for m in f["ranks"]] for f in res["files"]],
+       [[(r, 2, 60)] for r in range(2)], "each file's rank, world size and collectives")
+    own = [gloo_ends(f) for f in files]
+    eq([len(o) for o in own], [60, 60], "an end per all_reduce on each rank")
+    f1 = res["files"][1]
+    d_ends = sorted(own[1][k] - own[0][k] for k in own[1] if k in own[0])
+    lag = abs(d_ends[len(d_ends) // 2])  # which rank a collective lets go first: no fit's
+    b = max(GLOO_BOUND_NS, 4 * f1["offset_err_ns"]) + lag
+    check(abs(f1["offset_ns"] - shifts[1]) <= b,
+          f"rank 1: clock offset {f1['offset_ns']} ns found, {shifts[1]} given (bound {b} ns, "
+          f"standard error {f1['offset_err_ns']} ns, median return lag {lag} ns)")
+    # The truth: the files share one CLOCK_MONOTONIC, so every end stays where it was: the
+    # reference's (its clock is the merged file's) and rank 1's (its wall clock's error found).
+    at = gloo_ends(merged, merged=True)
+    eq({k: at.get((0, k)) for k in own[0]}, own[0], "the reference's ends, where they were")
+    mid = sum(own[1].values()) / len(own[1])
+    for k, t in sorted(own[1].items()):
+        b = lag + max(GLOO_BOUND_NS, 4 * math.hypot(
+            f1["offset_err_ns"], f1["drift_err_ppb"] * 1e-9 * (t - mid)))
+        check((1, k) in at and abs(at[(1, k)] - t) <= b,
+              f"rank 1 collective {k}: placed {at.get((1, k), 0) - t:+} ns from where it "
+              f"ended (bound {b:.0f} ns)")
     host = os.uname().nodename
     ranks = stats(merged, "ranks")["ranks"]
     eq([(x["ns"], x["rank"], x["nranks"], x["pid"], x["host"], x["file"]) for x in ranks],
        [(r, r, 2, pids[r], host, files[r]) for r in range(2)], "the ranks report")
+    check(all(x["points"] > 0 for x in ranks), "the ranks report: the collectives used")
     eq([(x["ns"], x["rank"], x["nranks"]) for x in info(merged)["ranks"]],
        [(0, 0, 2), (1, 1, 2)], "info's ranks")
     sums = stats(merged, "nccl_rank_sum")["nccl_rank_sum"]
-    eq(sorted((x["rank"], x["nranks"], x["name"]) for x in sums),
-       [(r, 2, f"rank {r} @ {host}") for r in range(2)], "nccl_rank_sum names the ranks")
+    eq(sorted((x["rank"], x["nranks"], x["pid"], x["name"]) for x in sums),
+       [(r, 2, pids[r], f"rank {r} @ {host}") for r in range(2)],
+       "nccl_rank_sum: each rank, the world size, the host's pid, the rank's name")
 
 
 def test_merge_four_ranks_readers_exports_and_sqlite():

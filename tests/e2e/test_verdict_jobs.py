@@ -287,7 +287,8 @@ print("survived", flush=True)
 
 def test_gloo_rank_that_catches_an_exception_survives_recording():
     """A return probe on ProcessGroupGloo::allreduce killed this (std::terminate: the unwinder
-    finds no frame at the uretprobe's trampoline); the family probes nextTag alone."""
+    finds no frame at the uretprobe's trampoline); the family probes nextTag and the work's
+    constructor and finish, which no exception the job catches passes through."""
     need_root()
     if not has(DEBIAN_PY, "torch"):
         raise Skip("Debian's python3-torch is not installed (make deps)")
@@ -300,7 +301,8 @@ def test_gloo_rank_that_catches_an_exception_survives_recording():
     calls = [json.loads(line) for line in
              run([BPFSIGHT, "dump", "-k", "nccl_api", path], check=True).stdout.splitlines()]
     eq([(c["name"], c["args"].get("seq"), c["args"].get("nranks")) for c in calls],
-       [("gloo collective", 0, 1)], "the one all_reduce that ran")
+       [("gloo collective", 0, 1), ("gloo work", None, None), ("gloo work done", 0, 1)],
+       "the one all_reduce that ran: its entry, its work, its end")
 
 
 # A rank's entry as the job measures it (time.monotonic_ns() before dist.all_reduce) comes

@@ -345,32 +345,64 @@ static void test_sync_host_and_gpu_ends(void)
 /*
  * gloo's collectives (ProcessGroupGloo::nextTag, seen at each rank's entry): points with the
  * rank, the size and the tag, marked SYNC_NO_END, which merge takes the file's rank process
- * from and fits nothing by.
+ * from and fits nothing by. Their ends: each collective's AsyncWork, made on its thread after
+ * the tag, finished on a worker thread (here out of order, and a work whose tag the recording
+ * missed): a point at the finish's entry, its tag's, marked SYNC_AGAIN; none is SYNC_INFERRED
+ * (the tag is the same on every rank whenever the recording began).
  */
+#define GLOO_PGG "_ZN4c10d16ProcessGroupGloo"
+#define GLOO_WORK                                                                                  \
+	GLOO_PGG "9AsyncWorkC2ESt6vectorIS2_IN2at6TensorESaIS4_EESaIS6_EEPKcRKN3c108optionalIS6_EE"
+#define GLOO_DONE GLOO_PGG "9AsyncWork14finishWorkGlooEv"
+
+static struct bs_hdr *gloo_call(struct rec *r, const char *fn, __u64 ts, __u32 tid, __u64 work)
+{
+	ncall(r, fn, ts, 10);
+	r->u.h.tid = tid;
+	r->u.args[0] = work; /* this: the AsyncWork */
+	return &r->u.h;
+}
+
 static void test_sync_gloo_entries_name_the_rank(void)
 {
-	struct rec t[2];
-	struct bs_hdr *recs[2];
+	struct rec t[3], wk[3], done[3];
+	struct bs_hdr *recs[9];
 	struct points ps;
+	int n = 0;
 
 	for (int i = 0; i < 2; i++) {
-		recs[i] = ncall(&t[i], "_ZN4c10d16ProcessGroupGloo7nextTagEv", 1000 + 100 * i, 2);
+		recs[n++] = ncall(&t[i], GLOO_PGG "7nextTagEv", 1000 + 100 * i, 2);
 		t[i].u.h.size += BS_UCALL_DEREF_STRUCT;
 		t[i].u.deref_len = BS_UCALL_DEREF_STRUCT;
 		t[i].u.args[0] = 0x5000;      /* this: the process group */
 		t[i].u.ret = i;		      /* the tag */
 		((__s32 *)t[i].deref)[6] = 1; /* rank_ @24 */
 		((__s32 *)t[i].deref)[7] = 2; /* size_ @28 */
+		recs[n++] = gloo_call(&wk[i], GLOO_WORK, 1010 + 100 * i, 9, 0x7000 + 0x100 * i);
 	}
-	run_sync("proc,nccl", recs, 2, &ps);
-	if (!ASSERT_EQ(ps.n, 2, "a point per gloo collective"))
+	/* the second collective's work finishes first, on another worker */
+	recs[n++] = gloo_call(&done[1], GLOO_DONE, 1150, 12, 0x7100);
+	recs[n++] = gloo_call(&done[0], GLOO_DONE, 1160, 11, 0x7000);
+	recs[n++] = gloo_call(&wk[2], GLOO_WORK, 1200, 9, 0x7200); /* no tag before it */
+	recs[n++] = gloo_call(&done[2], GLOO_DONE, 1250, 11, 0x7200);
+	run_sync("proc,nccl", recs, n, &ps);
+	if (!ASSERT_EQ(ps.n, 4, "a point per gloo collective, one per end"))
 		return;
 	for (int i = 0; i < 2; i++) {
 		ASSERT_EQ(ps.v[i].seq, (__u64)i, "seq: the tag");
 		ASSERT_EQ(ps.v[i].pid, 9, "the rank's pid");
 		ASSERT_TRUE(ps.v[i].rank == 1 && ps.v[i].nranks == 2, "rank_ and size_");
-		ASSERT_TRUE(ps.v[i].flags & SYNC_NO_END, "no end: nothing to fit by");
+		ASSERT_EQ(ps.v[i].flags, SYNC_NO_END, "no end: nothing to fit by, no guess");
 		ASSERT_EQ(ps.v[i].end_ts, 1000 + 100 * i, "its entry");
+	}
+	for (int i = 2; i < 4; i++) {
+		ASSERT_EQ(ps.v[i].seq, (__u64)(3 - i), "the work's tag");
+		ASSERT_EQ(ps.v[i].pid, 9, "the rank's pid");
+		ASSERT_TRUE(ps.v[i].rank == 1 && ps.v[i].nranks == 2, "the group's rank and size");
+		ASSERT_EQ(ps.v[i].flags, SYNC_AGAIN, "an end to fit by, of a collective given");
+		ASSERT_EQ(ps.v[i].end_ts, i == 2 ? 1150 : 1160, "the finish's entry");
+		ASSERT_EQ(ps.v[i].enter_ts, 1000 + 100 * (3 - i), "its nextTag's entry");
+		ASSERT_EQ(ps.v[i].group, ps.v[0].group, "the process group's");
 	}
 }
 

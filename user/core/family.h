@@ -130,6 +130,11 @@ struct sync_point {
  * its sequence number only, not a point to align by (a gloo collective seen at its entry).
  */
 #define SYNC_NO_END 0x2
+/*
+ * A point of a collective the family gave already (a gloo collective's end, after its entry's
+ * SYNC_NO_END point): an instant to align by, not one more collective.
+ */
+#define SYNC_AGAIN 0x4
 
 typedef void (*sync_emit_fn)(void *arg, const struct sync_point *p);
 

@@ -45,6 +45,15 @@ static inline const char *trace_ranks__aligned_by(__u32 flags)
 	return flags & BS_RANK_FINE ? "collectives" : "wall clock";
 }
 
+/*
+ * A pid or tid of a merged file as its host saw it (NS << BS_RANK_NS_SHIFT | id there: the rank
+ * tables show the host's, beside the rank's name and host); any other file's as it is.
+ */
+static inline __u32 trace_ranks__host_pid(__u32 pid)
+{
+	return pid & ((1u << BS_RANK_NS_SHIFT) - 1);
+}
+
 /* The namespace of a pid or tid of a merged file (0 in any other). */
 static inline __u32 trace_ranks__ns(__u32 pid)
 {

@@ -3,8 +3,9 @@
  * bpfsight merge: many rank files on one clock, in one file (docs/NCCL.md, "Many ranks";
  * the merged file's layout in docs/FORMAT.md, "Merged files"). Three steps, each a file:
  *   merge_scan.c   read each file once: its header and end clocks, its id ranges, its ranks
- *                  and its sync points (struct family_sync: NCCL collectives), thinned to a
- *                  bounded sample;
+ *                  and its sync points (struct family_sync: NCCL's and gloo's collectives;
+ *                  a gloo collective's entry names the rank, its work's end is the instant),
+ *                  thinned to a bounded sample;
  *   merge_fit.c    a coarse alignment from the files' wall-clock/monotonic pairs, then a fine
  *                  one: per file an offset and a drift, by least squares on the sync points'
  *                  ends against their median over the files, outliers (stragglers' late

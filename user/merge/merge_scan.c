@@ -105,7 +105,7 @@ static void on_point(void *arg, const struct sync_point *p)
 		s->err = -ENOMEM;
 		return;
 	}
-	m->count++;
+	m->count += !(p->flags & SYNC_AGAIN);
 	if (p->rank >= 0)
 		m->rank = p->rank;
 	if (p->nranks > m->nranks)

@@ -181,6 +181,8 @@
 #define CH_ARG_S(k) "visitParamExtractInt(args, '" k "')"
 /* A merged file's process or thread id as its reports show it: with its rank namespace. */
 #define CH_RANK_NS_ID(id) "bitOr(bitShiftLeft(ns, 22), " id ")"
+/* ID as its host saw it, less a merged file's rank namespace (trace_ranks__host_pid). */
+#define CH_HOST_ID(id) "bitAnd(" id ", 4194303)"
 /* Each shipped file's rank namespaces, by the rank file its rows are labelled with. */
 #define CH_RANK_NS                                                                                 \
 	"SELECT file_id, file, max(" CH_ARG_U(                                                     \

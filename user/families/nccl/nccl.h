@@ -40,6 +40,15 @@ enum nccl_group {
  * for the collective: it returns the collective's tag, equal on every rank.
  */
 #define NCCL_F_GLOO_TAG 0x0008
+/*
+ * The end of a gloo collective, for merge's clock fit (docs/NCCL.md, "gloo"): its work object
+ * (ProcessGroupGloo::AsyncWork, key work) is created by the collective's thread right after
+ * nextTag (GLOO_WORK: the walk ties the work to the tag), and finished on one of the process
+ * group's worker threads once its run returned (GLOO_DONE: that entry is the rank's end of the
+ * collective, the instant every rank shares). Both with NCCL_F_GLOO: no ncclResult_t.
+ */
+#define NCCL_F_GLOO_WORK 0x0010
+#define NCCL_F_GLOO_DONE 0x0020
 
 /* ncclResult_t values the decoder treats as success (nccl.h). */
 #define NCCL_SUCCESS	 0

@@ -25,9 +25,9 @@
  *   An out value (*comm) or a written copy (&*unique_id) is shown only when the call
  *   succeeded: ncclSuccess, or ncclInProgress for a nonblocking communicator.
  * torch.distributed's gloo backend has no NCCL in it: its collectives are seen through
- * c10d::ProcessGroupGloo::nextTag (NCCL_F_GLOO, at the end), probed in libtorch_cpu as NCCL's
- * are in libnccl, writing the same records so the straggler reports read both (docs/NCCL.md,
- * "gloo").
+ * c10d::ProcessGroupGloo::nextTag and their works' constructor and finish (NCCL_F_GLOO, at
+ * the end), probed in libtorch_cpu as NCCL's are in libnccl, writing the same records so the
+ * straggler reports and merge read both (docs/NCCL.md, "gloo").
  * Every spec is compiled and checked (nccl_api__check) when bpfsight is built
  * (tools/check_specs.c); tests/unit/test_nccl_report.c checks every symbol against
  * libnccl.so (gloo's against libtorch_cpu.so) and the enum values against nccl.h.
@@ -96,6 +96,18 @@ static const struct ucall_api nccl_apis[] = {
 	 */
 	G(PGG "7nextTagEv", "gloo collective", NCCL_GRP_COLL, NCCL_F_GLOO | NCCL_F_GLOO_TAG,
 	  "&comm rank@24 nranks@28"),
+	/*
+	 * Its end (NCCL_F_GLOO_WORK, NCCL_F_GLOO_DONE): the collective's AsyncWork, made by the
+	 * collective's thread after nextTag (the base constructor, `this` the work), is run by a
+	 * worker thread of the process group, which enters finishWorkGloo(this) when run() returned
+	 * (a tail call of AsyncWork::execute): that entry is the rank's end. Neither throws where a
+	 * caller would catch it: the constructor allocates (std::bad_alloc), an exception out of
+	 * finishWorkGloo ends the worker's thread, and the process, with or without the probe.
+	 */
+	G(PGG "9AsyncWorkC2ESt6vectorIS2_IN2at6TensorESaIS4_EESaIS6_EEPKcRKN3c108optionalIS6_EE",
+	  "gloo work", NCCL_GRP_OTHER, NCCL_F_GLOO | NCCL_F_GLOO_WORK, "work"),
+	G(PGG "9AsyncWork14finishWorkGlooEv", "gloo work done", NCCL_GRP_OTHER,
+	  NCCL_F_GLOO | NCCL_F_GLOO_DONE, "work"),
 };
 // clang-format on
 
@@ -131,6 +143,7 @@ const struct ucall_key nccl_keys[K_NR] = {
 	[K_DEVICE] = { "device", INT },
 	[K_UNIQUE_ID] = { "unique_id", MEM },
 	[K_COMMS] = { "comms", MEM },
+	[K_WORK] = { "work", U64 }, /* a gloo collective's c10d::ProcessGroupGloo::AsyncWork */
 };
 
 /* What the decoder and the walk rely on beyond the grammar, per entry. */
@@ -142,7 +155,10 @@ static int nccl_api__check(const struct ucall_api *a, const struct ucall_spec *s
 	if ((a->flags & (NCCL_F_GROUP_START | NCCL_F_GROUP_END)) && (s->nfields || s->nwords))
 		return snprintf(err, len, "group calls take no arguments"), -EINVAL;
 	/* the walk names a gloo call's process group by its comm, the tag's by it too */
-	if ((a->flags & NCCL_F_GLOO) && !ucall_spec__has(s, K_COMM))
+	if ((a->flags & (NCCL_F_GLOO_WORK | NCCL_F_GLOO_DONE)) && !ucall_spec__has(s, K_WORK))
+		return snprintf(err, len, "a gloo work's method names its work"), -EINVAL;
+	if ((a->flags & NCCL_F_GLOO) && !(a->flags & (NCCL_F_GLOO_WORK | NCCL_F_GLOO_DONE)) &&
+	    !ucall_spec__has(s, K_COMM))
 		return snprintf(err, len, "a gloo method's process group is its comm"), -EINVAL;
 	if ((a->flags & NCCL_F_GLOO_TAG) && !(a->flags & NCCL_F_GLOO))
 		return snprintf(err, len, "a tag is gloo's"), -EINVAL;

@@ -77,7 +77,8 @@ int nccl_colls__observe(struct nccl_colls *t, const struct nccl_walk *w, const s
 		close_group(t, r, fn, arg);
 		return 0;
 	}
-	if (ctx->coll_seq < 0 || !ctx->have_comm)
+	/* a gloo collective's end is its entry's collective's (nccl_sync.c takes it) */
+	if (ctx->coll_seq < 0 || !ctx->have_comm || ctx->gloo_end)
 		return 0;
 	c = (struct nccl_coll){ .group = ctx->comm.group,
 				.seq = (__u64)ctx->coll_seq,

@@ -92,6 +92,7 @@ static const struct {
 	[K_DEVICE] = { "device", SHOW_S32 },
 	[K_UNIQUE_ID] = { "unique_id_hash", SHOW_ID },
 	[K_COMMS] = { "comms", SHOW_COMMS },
+	[K_WORK] = { "work", SHOW_HEX },
 };
 
 static void call__set(struct nccl_call *c, int k, __u64 v)
@@ -203,8 +204,9 @@ int nccl_call__is_op(const struct nccl_call *c)
 
 struct nccl_thread {
 	__u32 group_depth;
-	__u32 _pad;
+	__u32 gloo_tagged; /* gloo_tag is the tag of a collective whose work comes next */
 	__u64 start_ts[NCCL_GROUP_TS_MAX]; /* entry time of each open ncclGroupStart */
+	struct nccl_gloo_work gloo_tag;
 };
 
 void *nccl_walk__new(void)
@@ -218,7 +220,8 @@ void *nccl_walk__new(void)
 	w->threads = hmap__new(sizeof(struct nccl_thread));
 	w->inferred = hmap__new(sizeof(__u32));
 	w->bases = hmap__new(sizeof(__u64));
-	if (!w->by_ptr || !w->by_serial || !w->threads || !w->inferred || !w->bases) {
+	w->works = hmap__new(sizeof(struct nccl_gloo_work));
+	if (!w->by_ptr || !w->by_serial || !w->threads || !w->inferred || !w->bases || !w->works) {
 		nccl_walk__free(w);
 		return NULL;
 	}
@@ -236,6 +239,7 @@ void nccl_walk__free(void *vw)
 	hmap__free(w->threads);
 	hmap__free(w->inferred);
 	hmap__free(w->bases);
+	hmap__free(w->works);
 	free(w);
 }
 
@@ -458,6 +462,7 @@ void nccl_walk__forget(struct nccl_walk *w, __u32 pid)
 	hmap__del_all(w->threads, 0, pid);
 	hmap__del_all(w->inferred, 0, pid);
 	hmap__del_all(w->bases, 0, pid);
+	hmap__del_all(w->works, 0, pid);
 	while ((c = hmap__next(w->by_serial, &it, &key)))
 		if (c->pid == pid) {
 			hmap__del(w->by_serial, key);
@@ -469,9 +474,11 @@ void nccl_walk__forget(struct nccl_walk *w, __u32 pid)
  * A gloo call on process group COMM (ProcessGroupGloo::nextTag): the group's rank and size
  * (its own members), and the collective it stands for, numbered by the tag it returned.
  */
-static void walk__gloo(struct nccl_walk *w, const struct nccl_call *c, struct nccl_comm *comm)
+static void walk__gloo(struct nccl_walk *w, const struct nccl_call *c, struct nccl_comm *comm,
+		       const struct bs_hdr *rec)
 {
 	__s64 rank = (__s32)c->v[K_RANK], nranks = (__s32)c->v[K_NRANKS];
+	struct nccl_thread *t;
 
 	/* read from the object: kept only when they make sense (another torch's layout won't) */
 	if ((c->have & (1u << K_RANK)) && (c->have & (1u << K_NRANKS)) && rank >= 0 &&
@@ -479,9 +486,57 @@ static void walk__gloo(struct nccl_walk *w, const struct nccl_call *c, struct nc
 		comm->rank = (__s32)rank;
 		comm->nranks = (__s32)nranks;
 	}
-	if ((c->api->flags & NCCL_F_GLOO_TAG) && c->ok && !c->depth &&
-	    c->api->group == NCCL_GRP_COLL)
-		w->last.coll_seq = (__u32)c->r->ret;
+	if (!(c->api->flags & NCCL_F_GLOO_TAG) || !c->ok || c->depth ||
+	    c->api->group != NCCL_GRP_COLL)
+		return;
+	w->last.coll_seq = (__u32)c->r->ret;
+	/* the thread's next work is this collective's (walk__gloo_work) */
+	t = hmap__get(w->threads, (struct hkey){ rec->pid, rec->tid }, 0);
+	if (t) {
+		t->gloo_tag = (struct nccl_gloo_work){ comm->comm, rec->ts, (__u32)c->r->ret };
+		t->gloo_tagged = 1;
+	}
+}
+
+/*
+ * A gloo collective's work: made on the collective's thread right after its tag (tied to
+ * it), finished on a worker thread (the collective's end there: the context says which).
+ */
+static void walk__gloo_work(struct nccl_walk *w, const struct nccl_call *c,
+			    const struct bs_hdr *rec)
+{
+	struct nccl_gloo_work *g;
+	struct nccl_comm *comm;
+	struct nccl_thread *t;
+	struct hkey key;
+
+	if (!(c->have & (1u << K_WORK)) || !c->v[K_WORK])
+		return;
+	key = (struct hkey){ rec->pid, c->v[K_WORK] };
+	if (c->api->flags & NCCL_F_GLOO_WORK) {
+		t = hmap__get(w->threads, (struct hkey){ rec->pid, rec->tid }, 0);
+		if (!t || !t->gloo_tagged)
+			return; /* a work without a tag (its nextTag before the recording) */
+		t->gloo_tagged = 0;
+		g = hmap__get(w->works, key, 1);
+		if (!g)
+			w->err = -ENOMEM;
+		else
+			*g = t->gloo_tag;
+		return;
+	}
+	g = hmap__get(w->works, key, 0);
+	if (!g)
+		return;
+	comm = walk__comm(w, rec->pid, g->comm, 1);
+	if (comm) {
+		w->last.coll_seq = g->tag;
+		w->last.gloo_end = 1;
+		w->last.enter_ts = g->enter_ts;
+		w->last.comm = *comm;
+		w->last.have_comm = 1;
+	}
+	hmap__del(w->works, key);
 }
 
 void nccl_walk__observe(void *vw, const struct bs_hdr *rec)
@@ -513,6 +568,10 @@ void nccl_walk__observe(void *vw, const struct bs_hdr *rec)
 	if (!c->api)
 		return;
 	walk__learn(w, c, rec->pid);
+	if (c->api->flags & (NCCL_F_GLOO_WORK | NCCL_F_GLOO_DONE)) {
+		walk__gloo_work(w, c, rec);
+		return;
+	}
 	gloo = !!(c->api->flags & NCCL_F_GLOO);
 	comm = (c->have & (1u << K_COMM)) && c->v[K_COMM]
 		       ? walk__comm(w, rec->pid, c->v[K_COMM], gloo)
@@ -525,7 +584,7 @@ void nccl_walk__observe(void *vw, const struct bs_hdr *rec)
 	 * its thread. A gloo collective's is its tag.
 	 */
 	if (gloo)
-		walk__gloo(w, c, comm);
+		walk__gloo(w, c, comm, rec);
 	else if ((c->ok || c->open) && !c->depth && c->api->group == NCCL_GRP_COLL)
 		w->last.coll_seq = (__s64)comm->ncoll++;
 	w->last.open = c->open;

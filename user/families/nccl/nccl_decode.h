@@ -39,6 +39,7 @@ enum nccl_key {
 	K_DEVICE,
 	K_UNIQUE_ID,
 	K_COMMS,
+	K_WORK,
 	K_NR,
 };
 
@@ -90,6 +91,22 @@ struct nccl_ctx {
 	 */
 	__s64 coll_seq;
 	int open; /* the call had not returned (BS_UCALL_OPEN): it has no end */
+	/*
+	 * A gloo collective's end (NCCL_F_GLOO_DONE, on a worker thread): coll_seq and comm are
+	 * the collective's, ENTER_TS its nextTag's entry (the rank's arrival); the record's entry
+	 * is the end. 0 when the walk did not see its work made (nextTag, then the work).
+	 */
+	__u32 gloo_end;
+	__u32 _pad;
+	__u64 enter_ts;
+};
+
+/* A gloo collective's work, from nextTag to the worker's finish (nccl.h, NCCL_F_GLOO_WORK). */
+struct nccl_gloo_work {
+	__u64 comm;	/* its process group, as the process names it */
+	__u64 enter_ts; /* nextTag's entry */
+	__u32 tag;
+	__u32 _pad;
 };
 
 struct nccl_walk {
@@ -98,6 +115,7 @@ struct nccl_walk {
 	struct hmap *threads;	/* {pid, tid} -> struct nccl_thread */
 	struct hmap *inferred;	/* {pid, 0} -> __u32: communicators of unseen creation so far */
 	struct hmap *bases;	/* {pid, group} -> __u64: a merged file's SYNC_BASE */
+	struct hmap *works;	/* {pid, work} -> struct nccl_gloo_work: gloo's, in flight */
 	__u32 next_serial;
 	int err;
 	int have_last;

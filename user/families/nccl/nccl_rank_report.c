@@ -47,9 +47,9 @@ static const char *rank_label(const struct trace_model *m, __u32 pid, __s32 rank
 	if (r && r->r.h.pid == pid)
 		return r->label;
 	if (rank >= 0)
-		snprintf(buf, len, "rank %d (pid %u)", rank, pid);
+		snprintf(buf, len, "rank %d (pid %u)", rank, trace_ranks__host_pid(pid));
 	else
-		snprintf(buf, len, "pid %u", pid);
+		snprintf(buf, len, "pid %u", trace_ranks__host_pid(pid));
 	return buf;
 }
 
@@ -251,7 +251,7 @@ static int rank_sum_emit(void *st, const struct trace_model *m, struct table *t)
 			table__set_s64(t, C_RANK, r->rank);
 		if (r->nranks >= 0)
 			table__set_s64(t, C_NRANKS, r->nranks);
-		table__set_u64(t, C_PID, r->pid);
+		table__set_u64(t, C_PID, trace_ranks__host_pid(r->pid)); /* the host's */
 		table__set_u64(t, C_COLLECTIVES, r->calls);
 		table__set_u64(t, C_SPAN, span);
 		async += r->async_calls != 0;

@@ -121,14 +121,14 @@ static const struct ch_col ch_nccl_rank_sum_cols[] = {
 const struct ch_report ch_nccl_rank_sum = {
 	.name = "nccl_rank_sum",
 	.cols = ch_nccl_rank_sum_cols,
-	.sql = "SELECT if(rank_v >= 0, rank_v, NULL), if(mx >= 0, mx, NULL), fpid, calls, span, "
+	.sql = "SELECT if(rank_v >= 0, rank_v, NULL), if(mx >= 0, mx, NULL), hpid, calls, span, "
 	       "if(timed, inside, NULL), if(timed, span - inside, NULL), "
 	       "if(timed, if(span > 0, inside * 100 / span, 0), NULL), late, made, "
 	       "if(made > 0, top, NULL), if(made > 0, topw * 100 / made, NULL), "
 	       "if(made > 0, worst_seq, NULL), if(made > 0, worst, NULL), "
 	       "if(label != '', label, if(rank_v >= 0, concat('rank ', toString(rank_v), ' (pid ', "
-	       "toString(fpid), ')'), concat('pid ', toString(fpid)))) "
-	       "FROM (SELECT *, if(mx >= 0, rk, -1) AS rank_v, " CH_RANK_NS_ID("pid") " AS fpid, "
+	       "toString(hpid), ')'), concat('pid ', toString(hpid)))) "
+	       "FROM (SELECT *, if(mx >= 0, rk, -1) AS rank_v, " CH_RANK_NS_ID("pid") " AS fpid, " CH_HOST_ID("pid") " AS hpid, "
 		     "toUInt64(if(last_end > first_enter, last_end - first_enter, 0)) AS span, "
 		     "least(toUInt64(busy), span) AS inside, async_calls < calls AS timed "
 	       "FROM (SELECT * FROM (SELECT * FROM (" CH_RANK_PROCS ") AS lhs "

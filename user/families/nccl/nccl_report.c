@@ -60,7 +60,9 @@ static void nccl_sum_note(struct table *t, const __u32 *fns, size_t n)
 			table__add_note(t, "gloo collective: ProcessGroupGloo::nextTag, where each "
 					   "gloo collective takes its tag: the count is the "
 					   "collectives', the times nextTag's, not theirs "
-					   "(nccl_stragglers compares the ranks' entries)");
+					   "(nccl_stragglers compares the ranks' entries); gloo "
+					   "work: its work made, gloo work done: its end on the "
+					   "rank, where merge aligns the ranks");
 			return;
 		}
 	}

@@ -13,7 +13,11 @@
  *     graph replays it) is no sync point;
  *   - without it: the host call's return (a group's ncclGroupEnd's), which is the end for a
  *     call that blocks until the collective completes (CPU backends, the tests' library), and
- *     not for NCCL's asynchronous calls on GPUs: merge's residuals then say so.
+ *     not for NCCL's asynchronous calls on GPUs: merge's residuals then say so;
+ *   - a gloo collective: its work's finish on the process group's worker thread
+ *     (NCCL_F_GLOO_DONE), a point of its own after the collective's entry (SYNC_NO_END: the
+ *     rank, the size, the tag). Its sequence number is its tag, the same on every rank
+ *     whenever the recording began: no point of gloo's is SYNC_INFERRED.
  * Kernel records come after their calls' (the shim sends them in batches): the calls wait per
  * thread, at most QUEUE_MAX, until a kernel of theirs or of a later call arrives.
  */
@@ -89,7 +93,7 @@ static void emit_point(struct nccl_sync *s, const struct nccl_coll *c, __u64 end
 				.pid = c->pid,
 				.rank = c->rank,
 				.nranks = c->nranks,
-				.flags = (c->inferred ? SYNC_INFERRED : 0) | flags };
+				.flags = (c->inferred && !c->async ? SYNC_INFERRED : 0) | flags };
 
 	s->emit(s->arg, &p);
 }
@@ -168,6 +172,7 @@ static int sync_observe(void *st, const struct bs_hdr *rec, const struct trace_m
 			sync_emit_fn emit, void *arg)
 {
 	const struct nccl_walk *w = trace_model__walk(m, &family_nccl);
+	const struct nccl_ctx *ctx;
 	struct nccl_sync *s = st;
 
 	s->emit = emit;
@@ -178,6 +183,19 @@ static int sync_observe(void *st, const struct bs_hdr *rec, const struct trace_m
 	}
 	if (!w || rec->type != BS_REC_NCCL_CALL)
 		return 0;
+	ctx = nccl_walk__ctx(w, rec);
+	if (ctx && ctx->gloo_end) {
+		struct nccl_coll c = { .group = ctx->comm.group,
+				       .seq = (__u64)ctx->coll_seq,
+				       .enter_ts = ctx->enter_ts,
+				       .pid = rec->pid,
+				       .rank = ctx->comm.rank,
+				       .nranks = ctx->comm.nranks,
+				       .async = 1 };
+
+		emit_point(s, &c, rec->ts, SYNC_AGAIN);
+		return 0;
+	}
 	return nccl_colls__observe(s->colls, w, rec, on_coll, s);
 }
 

@@ -39,7 +39,7 @@ static const struct ch_report ch_ranks = {
 	       "if(" CH_ARG_S("rank") " >= 0, " CH_ARG_S("rank") ", NULL), "
 	       "if(" CH_ARG_S("nranks") " >= 0, " CH_ARG_S("nranks") ", NULL), "
 	       /* the pid as its host saw it, less the rank namespace (ranks_report.c) */
-	       "bitAnd(" CH_ARG_U("pid") ", 4194303), "
+	       CH_HOST_ID(CH_ARG_U("pid")) ", "
 	       "if(position(args, '\"host\":') > 0, visitParamExtractString(args, 'host'), NULL), "
 	       "visitParamExtractString(args, 'aligned_by'), "
 	       CH_ARG_S("offset_ns") ", " CH_ARG_U("offset_err_ns") ", " CH_ARG_S("drift_ppb") ", "
@@ -124,7 +124,7 @@ static const struct ch_col ch_rank_waits_cols[] = {
 static const struct ch_report ch_rank_waits = {
 	.name = "rank_waits",
 	.cols = ch_rank_waits_cols,
-	.sql = "SELECT rank, fpid, waits, wait_ns, if(life > 0, life, NULL), "
+	.sql = "SELECT rank, " CH_HOST_ID("fpid") ", waits, wait_ns, if(life > 0, life, NULL), "
 	       "if(life > 0, wait_ns * 100 / life, NULL), if(call1 != '', call1, NULL), "
 	       "if(call1 != '' AND at1 != '', at1, NULL), else_ns, "
 	       "if(else_at != '', else_at, NULL) "

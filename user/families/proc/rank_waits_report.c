@@ -19,6 +19,7 @@
 #include "stack_call.h"
 #include "table.h"
 #include "trace_model.h"
+#include "trace_ranks.h"
 #include "trace_snaps.h"
 
 /* What a stack is in, once per stack: stack_call__in walks every family's API table. */
@@ -205,7 +206,7 @@ static int rank_waits__emit(void *vst, const struct trace_model *m, struct table
 
 		table__row(t);
 		table__set_s64(t, C_RANK, r[i].rank);
-		table__set_u64(t, C_PID, r[i].pid);
+		table__set_u64(t, C_PID, trace_ranks__host_pid(r[i].pid)); /* the host's */
 		table__set_u64(t, C_WAITS, w ? w->coll_count : 0);
 		table__set_u64(t, C_WAIT, w ? w->coll_ns : 0);
 		if (life) {

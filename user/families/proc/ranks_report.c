@@ -62,9 +62,9 @@ static int ranks_emit(void *st, const struct trace_model *m, struct table *t)
 			table__set_s64(t, C_RANK, r->r.rank);
 		if (r->r.nranks >= 0)
 			table__set_s64(t, C_NRANKS, r->r.nranks);
-		/* the pid as its host saw it (NS and File say which file's): the merged file's own
-		 * is NS << BS_RANK_NS_SHIFT | pid; 0: the file had no rank process */
-		table__set_u64(t, C_PID, r->r.h.pid & ((1u << BS_RANK_NS_SHIFT) - 1));
+		/* the pid as its host saw it (NS and File say which file's); 0: the file had no
+		 * rank process */
+		table__set_u64(t, C_PID, trace_ranks__host_pid(r->r.h.pid));
 		table__set_str(t, C_HOST, r->host);
 		table__set_str(t, C_ALIGNED_BY, trace_ranks__aligned_by(r->r.flags));
 		table__set_s64(t, C_OFFSET, r->r.offset_ns);
