@@ -323,10 +323,12 @@ def test_flight_bad_options_are_refused():
 
 def test_flight_sched_trigger_once_per_long_sleep():
     need_root()
-    # Attached while the workload is blocked on stdin (that interval began before tracing:
-    # no record), then 3 sleeps of 400 ms: 3 off-CPU intervals over 250 ms, 3 dumps.
+    # Attached while the workload is blocked on stdin (that interval began before tracing,
+    # over 300 ms before its end: carried in, as record -p does, a dump of its own), then 3
+    # sleeps of 400 ms: 4 off-CPU intervals over 250 ms, 4 dumps.
     w = spawn([workload("syscalls"), "--wait-stdin", "0", "3", "400000"])
     pid = int(re.match(r"pid (\d+)", w.stdout.readline()).group(1))
+    time.sleep(0.3)
     d = tmpdir()
     r = Recorder("-t", "sched", "-p", str(pid), "--flight-recorder", "2s", "--trigger",
                  "sched:blocked>250ms", "--trigger-cooldown", "0s", "--max-dumps", "0",
@@ -341,11 +343,13 @@ def test_flight_sched_trigger_once_per_long_sleep():
     # sched_missed: #22's open sched gap). A loss is reported, never silent: only a reported
     # one may stand for a missing dump.
     lost = int(re.search(r"recorded \d+ records, (\d+) events lost", r.stderr).group(1))
-    check(3 - lost <= len(dumps) <= 3,
+    check(4 - lost <= len(dumps) <= 4,
           f"one dump per long sleep, {lost} events lost ({r.stderr[-500:]})")
     for path in dumps:
+        # whole: one carried in is shown from the recording's start (began_ts: its real one)
         long = [e for e in dump(path) if e["kind"] == "offcpu" and e["pid"] == pid and
-                e["name"] == "blocked" and e["dur"] > 250 * MS]
+                e["name"] == "blocked" and
+                e["ts"] + e["dur"] - e["args"].get("began_ts", e["ts"]) > 250 * MS]
         check(long, f"{path}: the blocked interval that triggered it")
 
 
@@ -584,3 +588,43 @@ def test_flight_dump_on_a_full_disk_fails_the_recording_in_launch_mode():
         check(pid > 0 and not os.path.exists(f"/proc/{pid}"), "CMD ran to its end")
     finally:
         subprocess.run(["umount", "-l", mnt], check=False)
+
+
+def test_flight_p_dump_holds_a_wait_begun_before_the_recording():
+    """`record -p JOB --flight-recorder 1s --trigger sched:blocked>1500ms`, the job blocked in a
+    read since before the recording: the read ends after 2.5 s, the trigger fires on its
+    sleep, and the dump holds the incident whole though it began before the window: the sleep
+    that fired (its off-CPU interval from the read's start) and the read itself, whole (a
+    flight recorder on -p carries in what is open at its start, as record -p does)."""
+    need_root()
+    d = tmpdir()
+    job = spawn(["/usr/bin/python3", "-c",
+                 "import os, sys; print(os.getpid(), flush=True); sys.stdin.readline(); "
+                 "print('read', flush=True); sys.stdin.readline()"])
+    pid = int(job.stdout.readline())
+    wait_for(lambda: open(f"/proc/{pid}/syscall").read().startswith("0 "), 30,
+             "the job asleep in its read")
+    r = Recorder("-t", "osrt,sched", "-p", str(pid), "--flight-recorder", "1s", "--trigger",
+                 "sched:blocked>1500ms", out=os.path.join(d, "fr.bst"))
+    try:
+        r.wait_ready()
+        began = time.monotonic()
+        time.sleep(2.5)
+        tell(job, "go")
+        eq(job.stdout.readline().strip(), "read", "the job's read returned")
+        ended = time.monotonic()
+        wait_for(lambda: "flight recorder: wrote" in r.stderr, 30, f"the dump: {r.stderr[-600:]}")
+    finally:
+        tell(job, "end")
+        job.wait(30)
+        r.stop()
+    path = re.search(r"flight recorder: wrote (\S+):", r.stderr).group(1)
+    events = dump(path)
+    slept = [e for e in events if e["kind"] == "offcpu" and e["pid"] == pid and
+             e["name"] == "blocked" and e["dur"] > 1500 * MS]
+    check(len(slept) == 1 and slept[0]["dur"] >= (ended - began) * 1e9 - 100 * MS,
+          f"the sleep that fired, whole: {slept} ({r.stderr[-600:]})")
+    reads = [e for e in events if e["kind"] == "syscall" and e["pid"] == pid and
+             e["name"] == "read" and not e["args"].get("in_flight")]
+    check(reads and max(e["dur"] for e in reads) >= (ended - began) * 1e9 - 100 * MS,
+          f"the read, whole: {[(e['ts'], e['dur']) for e in reads]}")

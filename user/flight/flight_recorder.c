@@ -13,6 +13,7 @@
 #include <string.h>
 #include <zstd.h>
 #include "array.h"
+#include "family.h"
 #include "flight_cumul.h"
 #include "flight_hang.h"
 #include "flight_meta.h"
@@ -372,6 +373,22 @@ static __u32 le32_at(const __u8 *p)
 }
 
 /*
+ * An interval (rec_decoder.span) that began before the window and ends in it: a wait or call
+ * of the incident, which readers clip to the dump's start (a read blocked for longer than the
+ * window that ended as the trigger fired was not in the dump).
+ */
+static int ends_in_window(const struct bs_hdr *h, __u64 from)
+{
+	const struct rec_decoder *d = family__decoder(h->type);
+	__u64 dur;
+
+	if (!d || !d->span || !h->ts || h->size < sizeof(*h) + sizeof(dur) || h->size < d->min_size)
+		return 0;
+	memcpy(&dur, (const __u8 *)h + sizeof(*h), sizeof(dur));
+	return h->ts + dur >= from;
+}
+
+/*
  * The oldest chunk of the window begins before it: its records from FROM on go to W again
  * (state records whatever their time: they may be what later events need).
  */
@@ -399,7 +416,8 @@ static int append_cut(struct flight_recorder *fr, struct trace_writer *w,
 		__u32 nwords;
 
 		err = trace_chunk_dec__next(dec, words, &nwords);
-		if (!err && (h->ts >= from || flight_meta__is_state(fr->fm, h->type)))
+		if (!err && (h->ts >= from || flight_meta__is_state(fr->fm, h->type) ||
+			     ends_in_window(h, from)))
 			err = trace_writer__append(w, h);
 	}
 out:

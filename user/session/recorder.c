@@ -545,9 +545,10 @@ static int go_live(struct recording *r)
 		release_cmd(&r->launch);
 	}
 	/* -p: the intervals open now carried in, and what the job's threads were doing as the
-	 * recording began (blocked since when). Not -a: every idle thread of the machine would
-	 * come in asleep for the whole recording. */
-	if (record_opts__edges(o) && o->npids && !o->system_wide) {
+	 * recording began (blocked since when); a flight recorder's too, for its dumps' cuts (a
+	 * read blocked since before the recording is open there). Not -a: every idle thread of
+	 * the machine would come in asleep for the whole recording. */
+	if ((record_opts__edges(o) || o->flight.window_ns) && o->npids && !o->system_wide) {
 		__u64 t0 = mono_now_ns();
 
 		for_each_family_slot(it, r->fam)
