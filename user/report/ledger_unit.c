@@ -764,8 +764,14 @@ static void wakers(struct ledger *l, struct lthread *t)
 		const struct lthread *wt;
 		const char *where;
 
+		/*
+		 * Its timeline built first, as a report's pass builds every thread's: its samples
+		 * in order and its segments, else a verdict found another place than the report
+		 * rows shipped to ClickHouse said (a waker's unsorted samples, no segments).
+		 */
 		if (!bw || bw->a != w->waker ||
-		    !(wt = thread_of(l, pid_of(l, t->pid, w->waker), w->waker)))
+		    !(wt = thread_of(l, pid_of(l, t->pid, w->waker), w->waker)) ||
+		    ledger__build_thread(l, (struct lthread *)wt))
 			continue;
 		where = where_before(l, wt, w->in);
 		if (*where &&
@@ -773,8 +779,12 @@ static void wakers(struct ledger *l, struct lthread *t)
 			*v += w->ns;
 	}
 	it = 0;
+	/* a tie goes to the first place by name: the map's order is its strings' addresses' */
 	while ((v = hmap__next(at, &it, &key)))
-		if ((b = hmap__get(top, (struct hkey){ key.a, 0 }, 1)) && *v > b->b)
+		if ((b = hmap__get(top, (struct hkey){ key.a, 0 }, 1)) &&
+		    (*v > b->b ||
+		     (*v == b->b && b->a &&
+		      strcmp((const char *)(uintptr_t)key.b, (const char *)(uintptr_t)b->a) < 0)))
 			*b = (struct hkey){ key.b, *v };
 	for (size_t i = 0; i < t->ne; i++) {
 		struct ledger_entry *e = &t->e[i];
