@@ -206,6 +206,34 @@ static __always_inline void offcpu_write(const struct held_interval *iv, __u32 p
 	bs_submit(r);
 }
 
+/*
+ * What a thread's schedstat adds as it gets its CPU now beyond IV's wait from its wakeup
+ * (bs_clock_skew): its runqueue's CLOCK, updated as this schedule began, less its queue stamp
+ * QUEUED is what sched_info_arrive adds to run_delay. A wakeup not seen says nothing. Read by
+ * the callers: loads of the tp_btf program's trusted task cost ~1 ns, probe reads ~100.
+ */
+#define CLOCK_SKEW_MIN_NS 1000000ull
+
+static __always_inline void clock_skew(const struct held_interval *iv, __u64 queued, __u64 clock,
+				       __u32 pid, __u32 tid)
+{
+	struct bs_clock_skew *r;
+	__u64 kernel;
+
+	if (!iv->runnable_ns || !queued || clock <= queued)
+		return;
+	kernel = clock - queued;
+	if (kernel < iv->runnable_ns + CLOCK_SKEW_MIN_NS)
+		return;
+	r = bs_reserve(BS_REC_CLOCK_SKEW, sizeof(*r), pid, tid, iv->out_ts + iv->dur);
+	if (!r)
+		return;
+	r->h.cpu = iv->cpu;
+	r->extra_ns = kernel - iv->runnable_ns;
+	r->kernel_ns = kernel;
+	bs_submit(r);
+}
+
 /* The interval that ends now, into IV; 0 when the thread was not seen going off the CPU. */
 static __always_inline int switch_in(struct thread_sched *ts, __u64 now, struct held_interval *iv)
 {
@@ -369,8 +397,16 @@ static __always_inline void on_switch_btf(bool preempt, struct task_struct *prev
 	/* First sight of a traced thread at switch-in: its off-CPU interval began before
 	 * tracing; its slot is made when it is switched out. */
 	ts = task_state(next, false);
-	if (ts && switch_in(ts, now, &iv))
+	if (ts && switch_in(ts, now, &iv)) {
+		if (iv.runnable_ns && bpf_core_field_exists(next->sched_info.last_queued)) {
+			struct cfs_rq *q = next->se.cfs_rq;
+			struct rq *rq = q ? q->rq : NULL;
+
+			clock_skew(&iv, next->sched_info.last_queued, rq ? rq->clock : 0,
+				   next->tgid, next->pid);
+		}
 		offcpu_end(ts, next, &iv, tw);
+	}
 	if (sched_stack_ns != ~0ull && !tw)
 		held_mark(ts && ts->nheld);
 }
@@ -636,8 +672,15 @@ static __always_inline void on_switch_raw(bool preempt, struct task_struct *prev
 	}
 	/* No stacks here: held intervals need task storage. */
 	ts = hash_state(next, false);
-	if (ts && switch_in(ts, now, &iv))
+	if (ts && switch_in(ts, now, &iv)) {
+		__u64 clock, clock_task;
+
+		if (iv.runnable_ns && bpf_core_field_exists(next->sched_info.last_queued) &&
+		    !task_rq_clocks(next, &clock, &clock_task))
+			clock_skew(&iv, BPF_CORE_READ(next, sched_info.last_queued), clock,
+				   BPF_CORE_READ(next, tgid), BPF_CORE_READ(next, pid));
 		offcpu_write(&iv, BPF_CORE_READ(next, tgid), BPF_CORE_READ(next, pid), 0);
+	}
 }
 
 SEC("raw_tp/sched_switch")

@@ -9,6 +9,8 @@
 #include "records.h"
 
 #define BS_REC_OFFCPU 0x20 /* one off-CPU interval of a thread */
+#define BS_REC_CLOCK_SKEW                                                                          \
+	0x21 /* what a thread's schedstat adds as ready to run, beyond the truth */
 
 /* Context switches of a traced thread that no sched program saw (a loss cause, records.h). */
 #define BS_LOSS_SCHED 7
@@ -36,5 +38,22 @@ struct bs_offcpu {
 };
 
 BS_ASSERT_RECORD(bs_offcpu, 56);
+
+/*
+ * sched: at a switch-in, the kernel's schedstat adds to the thread's time ready to run
+ * (sched_info.run_delay) more than the wait since its wakeup: 6.12+'s delayed dequeue keeps a
+ * thread that blocked with negative lag queued a while, moving it to another CPU then stamps
+ * it queued, and its final dequeue leaves the stamp, so the sleep since counts as a wait for
+ * a CPU. hdr.ts = the switch-in; extra_ns = what is added beyond the wait from the wakeup
+ * (written when over 1 ms), kernel_ns = all it adds. The ledger's check of a thread's
+ * timeline against its own clock takes it out (docs/USAGE.md, the ledger report).
+ */
+struct bs_clock_skew {
+	struct bs_hdr h;
+	__u64 extra_ns;
+	__u64 kernel_ns;
+};
+
+BS_ASSERT_RECORD(bs_clock_skew, 40);
 
 #endif /* BPFSIGHT_SCHED_RECORDS_H */

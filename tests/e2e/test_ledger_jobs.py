@@ -22,7 +22,7 @@ import os
 import re
 import time
 
-from helpers import (BPFSIGHT, Recorder, Skip, check, eq, info, need_root, run, spawn, stats,
+from helpers import (BPFSIGHT, Recorder, Skip, check, dump, eq, info, need_root, run, spawn, stats,
                      tmpdir, workload)
 from pymods import has
 from test_gil import need_pyenv
@@ -476,41 +476,53 @@ def test_a_wait_for_a_cpu_begun_before_the_start_is_counted_whole():
                                       f"{records_of(path, job.pid)}")
 
 
-def test_a_clock_that_counts_a_sleep_is_not_a_check():
+def test_a_clock_that_counts_a_sleep_is_corrected():
     """A thread the kernel moved to another CPU while asleep with its dequeue delayed (6.12+)
     keeps a stale queue stamp, and its schedstat counts the sleep since as a wait for a CPU when
-    it next runs (tests/workloads/stale_clock_job.py makes one). The recording reads the stamp
-    at its start: the ledger leaves that thread's clock out of its check and says why, and
-    counts its real wait. Whether the kernel stamped it is the job's own schedstat after the
-    wake: its run_delay grew by far more than the wake took. Flagged exactly then."""
+    it next runs (tests/workloads/stale_clock_job.py makes one). Twice: stamped before the
+    recording, and inside it. At each such switch-in the recording writes what schedstat adds
+    beyond the wait from the wakeup (clock_skew), and the ledger's check takes it out of the
+    thread's clock, saying so: the corrected clock agrees with the ledger's timeline. Whether the
+    kernel stamped it is the job's own schedstat: its run_delay grew by far more than the wake
+    took; a wake it did not stamp has no clock_skew."""
     need_root()
-    if len(os.sched_getaffinity(0)) < 2 or not {0, 1} <= os.sched_getaffinity(0):
+    if not {0, 1} <= os.sched_getaffinity(0):
         raise Skip("needs CPUs 0 and 1")
     job = spawn([DEBIAN_PY, os.path.join(HERE, "..", "workloads", "stale_clock_job.py")])
+    wakes = []  # (run_delay before, after, the wake's wall ns)
+
+    def ask(what):
+        job.stdin.write(what + "\n")
+        job.stdin.flush()
+        return json.loads(job.stdout.readline())
+
     try:
         first = json.loads(job.stdout.readline())
         path = os.path.join(tmpdir(), "stale.bst")
-        rec = Recorder("-p", str(first["pid"]), "-t", "sched", "-d", "1s", out=path)
+        rec = Recorder("-p", str(first["pid"]), "-t", "sched", "-d", "3s", out=path)
         rec.wait_ready()
-        job.stdin.write("wake\n")
-        job.stdin.flush()
-        woke = json.loads(job.stdout.readline())
+        woke = ask("wake")  # stamped before the recording
+        wakes.append((first["run_delay"], woke["run_delay"], woke["woke_ns"]))
+        made = ask("stale")  # stamped inside it
+        time.sleep(0.4)
+        woke = ask("wake")
+        wakes.append((made["run_delay"], woke["run_delay"], woke["woke_ns"]))
         eq(rec.wait(120), 0, rec.stderr[-600:])
     finally:
         job.kill()
         job.wait()
-    grew = woke["run_delay"] - first["run_delay"]
-    stale = grew > woke["woke_ns"] + 50_000_000  # the sleep since the move: seconds
+    skews = [e for e in dump(path, kinds="clock_skew") if e["tid"] == first["tid"]]
     rows = stats(path, "ledger")["ledger"]
     [c] = [r for r in rows if r["unit"] == "clock" and r["tid"] == first["tid"]]
     notes = ledger_notes(path)
-    said = f"run_delay +{grew} ns, the wake took {woke['woke_ns']} ns; {c}\n{notes}"
-    if stale:
-        eq(c["clock_runnable_ns"], None, f"the stale clock left out\n{said}")
-        check(f"(tid {first['tid']}" in notes and "counts that sleep as a wait for a CPU" in notes,
-              f"the note says why\n{said}")
-    else:
-        check(c["clock_runnable_ns"] is not None and "counts that sleep" not in notes,
-              f"a clock the kernel did not stamp is checked\n{said}")
-    # its real wait for a CPU: no more than the wake took
-    check(c["runnable_ns"] <= woke["woke_ns"], f"the ledger's wait\n{said}")
+    said = f"wakes (run_delay before, after, wake ns): {wakes}\nskews: {skews}\n{c}\n{notes}"
+    stale = [(b, a, w) for b, a, w in wakes if a - b > w + 50_000_000]
+    eq(len(skews), len(stale), f"a clock_skew for each wake the kernel stamped\n{said}")
+    for (b, a, w), e in zip(stale, skews):
+        check(a - b - w - 2_000_000 <= e["args"]["extra_ns"] <= a - b + 2_000_000,
+              f"what schedstat added beyond the wait\n{said}")
+    check(c["clock_runnable_ns"] is not None and
+          abs(c["runnable_ns"] - c["clock_runnable_ns"]) <= CLOCKS * c["time_ns"],
+          f"the corrected clock agrees with the ledger\n{said}")
+    check(("that the kernel's schedstat counted as ready to run" in notes) == bool(stale) and
+          (not stale or f"(tid {first['tid']})" in notes), f"said where it was\n{said}")

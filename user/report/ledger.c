@@ -103,6 +103,7 @@ struct ledger *ledger__new(const struct trace_model *m)
 static void thread_free(struct lthread *t)
 {
 	free(t->off);
+	free(t->skew);
 	free(t->sp);
 	free(t->sa);
 	free(t->seg);
@@ -348,6 +349,33 @@ void ledger__clock(struct ledger *l, __u32 pid, __u32 tid, __u64 ts, __u64 cpu_n
 	t->clk_ts[!!end] = ts;
 	t->clk_cpu[!!end] = cpu_ns;
 	t->clk_delay[!!end] = run_delay_ns;
+}
+
+void ledger__clock_skew(struct ledger *l, __u32 pid, __u32 tid, __u64 ts, __u64 extra)
+{
+	struct lthread *t = ledger__thr(l, pid, tid, 1);
+
+	if (!t || array__grow((void **)&t->skew, t->nskew, &t->cskew, sizeof(*t->skew)))
+		return;
+	t->skew[t->nskew++] = (struct lskew){ ts, extra };
+}
+
+/*
+ * Thread T's time ready to run by its own clocks between the edges, less what its schedstat
+ * added for sleeps (its skews between them); *KNOWN 0 where it counts a sleep no skew says
+ * (a stale stamp at the start, its wake after the end or not seen).
+ */
+static __u64 clock_delay(const struct lthread *t, int *known, __u64 *skew)
+{
+	__u64 d = t->clk_delay[1] - t->clk_delay[0], extra = 0;
+
+	for (size_t i = 0; i < t->nskew; i++)
+		if (t->skew[i].ts > t->clk_ts[0] && t->skew[i].ts <= t->clk_ts[1])
+			extra += t->skew[i].ns;
+	*known = extra || !t->clk_stale;
+	if (skew)
+		*skew = extra;
+	return d > extra ? d - extra : 0;
 }
 
 void ledger__life(struct ledger *l, __u32 pid, __u32 tid, __u64 born, __u64 died)
@@ -1044,6 +1072,7 @@ static void tail_asleep(struct lthread *t, __u64 start, __u64 end)
 {
 	__u64 off = 0, run = 0, last = t->born > start ? t->born : start, cpu, delay, on, e;
 	struct loff *o;
+	int known;
 
 	if (!t->clk_ts[0] || !t->clk_ts[1] || (t->died && t->died < end))
 		return;
@@ -1059,7 +1088,8 @@ static void tail_asleep(struct lthread *t, __u64 start, __u64 end)
 			last = b;
 	}
 	cpu = t->clk_cpu[1] - t->clk_cpu[0];
-	delay = t->clk_stale ? 0 : t->clk_delay[1] - t->clk_delay[0];
+	delay = clock_delay(t, &known, NULL);
+	delay = known ? delay : 0;
 	on = end - (t->born > start ? t->born : start) - off;
 	if (on <= cpu + TAIL_MIN_NS || end <= last)
 		return;
@@ -1184,6 +1214,7 @@ int ledger__check(const struct ledger *l, size_t *it, struct ledger_check *c)
 	while (*it < l->nthr) {
 		const struct lthread *t = &l->thr[(*it)++];
 		__u64 a = t->clk_ts[0], b = t->clk_ts[1];
+		int known;
 
 		if (!a || b <= a || !t->total || t->clk_cpu[1] < t->clk_cpu[0] ||
 		    t->clk_delay[1] < t->clk_delay[0])
@@ -1193,8 +1224,8 @@ int ledger__check(const struct ledger *l, size_t *it, struct ledger_check *c)
 		c->tid = t->tid;
 		c->window_ns = b - a;
 		c->clock_oncpu_ns = t->clk_cpu[1] - t->clk_cpu[0];
-		c->clock_runnable_ns = t->clk_delay[1] - t->clk_delay[0];
-		c->clock_stale = t->clk_stale;
+		c->clock_runnable_ns = clock_delay(t, &known, &c->clock_skew_ns);
+		c->clock_stale = !known;
 		/*
 		 * The timeline between the two reads, as the kernel counts it: time on a CPU as it
 		 * passes, a wait for a CPU whole when it ends (schedstat adds a thread's time queued

@@ -126,6 +126,12 @@ void ledger__sample(struct ledger *l, __u32 pid, __u32 tid, __u32 cpu, __u64 ts,
 void ledger__clock(struct ledger *l, __u32 pid, __u32 tid, __u64 ts, __u64 cpu_ns,
 		   __u64 run_delay_ns, int end, int stale);
 
+/*
+ * sched: at TS, thread TID of PID's schedstat added EXTRA ns more to its time ready to run than
+ * it waited (a stale queue stamp: bs_clock_skew): taken out of its clock where the check reads it.
+ */
+void ledger__clock_skew(struct ledger *l, __u32 pid, __u32 tid, __u64 ts, __u64 extra);
+
 /* proc: thread TID of PID began (BORN) or ended (DIED) inside the recording; 0 = not seen. */
 void ledger__life(struct ledger *l, __u32 pid, __u32 tid, __u64 born, __u64 died);
 
@@ -256,6 +262,7 @@ struct ledger_check {
 	__u64 oncpu_ns, clock_oncpu_ns;
 	__u64 runnable_ns, clock_runnable_ns;
 	int clock_stale; /* clock_runnable_ns counts part of a sleep: no check (BS_SNAP_CLOCK_STALE) */
+	__u64 clock_skew_ns; /* taken out of clock_runnable_ns: sleeps its schedstat counted */
 };
 
 /* The next thread read at both edges (start with *IT = 0): 1, 0 past the last. */

@@ -97,6 +97,11 @@ struct lthread {
 	/* its own clocks at the edges: [0] the start's, [1] the end's (ts 0: not read) */
 	__u64 clk_ts[2], clk_cpu[2], clk_delay[2];
 	int clk_stale; /* its run_delay counts part of a sleep (BS_SNAP_CLOCK_STALE at the start) */
+	/* What its schedstat added beyond its waits, and when (bs_clock_skew) */
+	struct lskew {
+		__u64 ts, ns;
+	} * skew;
+	size_t nskew, cskew;
 };
 
 struct ledger {

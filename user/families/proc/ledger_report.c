@@ -115,7 +115,8 @@ static void check_rows(struct ledger *l, const struct trace_model *m, struct tab
 {
 	struct ledger_check c;
 	double worst = 0;
-	__u32 wtid = 0, stale = 0, nstale = 0;
+	__u32 wtid = 0, stale = 0, nstale = 0, skewed = 0, nskewed = 0;
+	__u64 skew = 0;
 	size_t it = 0;
 
 	while (ledger__check(l, &it, &c)) {
@@ -135,6 +136,11 @@ static void check_rows(struct ledger *l, const struct trace_model *m, struct tab
 		table__set_u64(t, C_ONCPU, c.oncpu_ns);
 		table__set_u64(t, C_RUNNABLE, c.runnable_ns);
 		table__set_u64(t, C_CLOCK_ONCPU, c.clock_oncpu_ns);
+		if (c.clock_skew_ns) { /* taken out, said below */
+			skewed = c.tid;
+			nskewed++;
+			skew += c.clock_skew_ns;
+		}
 		if (c.clock_stale) { /* no check: left empty, said below */
 			stale = c.tid;
 			nstale++;
@@ -155,6 +161,16 @@ static void check_rows(struct ledger *l, const struct trace_model *m, struct tab
 			"The ledger's timeline of thread %u is %.1f points of its time from "
 			"its own clocks: context switches were missed (sched_missed)",
 			wtid, 100 * worst);
+	if (nskewed)
+		table__add_note(
+			t,
+			"Ready By Its Clock leaves out %.1f ms that the kernel's schedstat "
+			"counted as ready to run for %u thread%s (tid %u%s) while %s slept: "
+			"moved to another CPU with %s dequeue delayed (6.12+), a thread keeps "
+			"a stale queue stamp (clock_skew records)",
+			skew / 1e6, nskewed, nskewed == 1 ? "" : "s", skewed,
+			nskewed == 1 ? "" : " and others", nskewed == 1 ? "it" : "they",
+			nskewed == 1 ? "its" : "their");
 	if (nstale)
 		table__add_note(
 			t,

@@ -8,8 +8,13 @@ static void sched_ledger_feed(struct ledger *l, const struct bs_hdr *rec,
 			      const struct trace_model *m)
 {
 	const struct bs_offcpu *o = (const void *)rec;
+	const struct bs_clock_skew *s = (const void *)rec;
 	__u64 out;
 
+	if (rec->type == BS_REC_CLOCK_SKEW && rec->size >= sizeof(*s)) {
+		ledger__clock_skew(l, rec->pid, rec->tid, rec->ts, s->extra_ns);
+		return;
+	}
 	if (rec->type != BS_REC_OFFCPU || rec->size < sizeof(*o) || (o->state & BS_SCHED_DEAD))
 		return;
 	/*

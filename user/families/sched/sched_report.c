@@ -65,10 +65,28 @@ static const struct export_style offcpu_style = {
 		"it stayed runnable. runnable_ns = time from wakeup to running again.",
 };
 
+/* What the thread's schedstat added as ready to run beyond its wait (sched_records.h). */
+static int decode_clock_skew(const struct bs_hdr *rec, const struct trace_model *m,
+			     struct event *ev)
+{
+	const struct bs_clock_skew *s = (const void *)rec;
+
+	(void)m;
+	ev->name = "schedstat counts a sleep";
+	event__arg_u64(ev, "extra_ns", s->extra_ns);
+	event__arg_u64(ev, "kernel_ns", s->kernel_ns);
+	event__arg_u64(ev, "cpu", rec->cpu);
+	return 1;
+}
+
+static const struct export_style clock_skew_style = { .cat = "sched", .ph = 'i' };
+
 const struct rec_decoder sched_decoders[] = {
 	{ BS_REC_OFFCPU, sizeof(struct bs_offcpu), "offcpu", decode_offcpu, &offcpu_style,
 	  .task_offs = { offsetof(struct bs_offcpu, waker_tid) }, .span = 1,
 	  .row = row_offcpu_exit },
+	{ BS_REC_CLOCK_SKEW, sizeof(struct bs_clock_skew), "clock_skew", decode_clock_skew,
+	  &clock_skew_style },
 	{ 0 },
 };
 
