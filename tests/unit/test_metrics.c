@@ -345,6 +345,65 @@ static void test_workers_by_fork_order(void)
 }
 
 /*
+ * torch 2.1+ names a DataLoader's worker processes pt_data_worker as each begins: a forked
+ * worker so named is "DataLoader worker N" of its trainer; a restart's worker N goes on in its
+ * series under that role from its fork, before it names itself.
+ */
+static void comm_proc(struct metrics *m, __u32 pid, const char *comm, __u64 ts)
+{
+	struct bs_comm c = {};
+
+	hdr(&c.h, BS_REC_COMM, sizeof(c), pid, pid, ts);
+	snprintf(c.comm, sizeof(c.comm), "%s", comm);
+	metrics__record(m, &c.h);
+}
+
+#define WORKER(pid, comm, role)                                                                    \
+	"bpfsight_syscalls_total{pid=\"" pid "\",comm=\"" comm                                     \
+	"\",job_name=\"train\",role=\"" role "\",syscall=\"getpid\"}"
+
+static void test_dataloader_workers_named_by_torch(void)
+{
+	struct metrics_opts o = {
+		.top_n = 10, .grace_ns = 100 * SEC, .rebalance_ns = 1000 * SEC, .ident = fake_ident
+	};
+	struct record_args a;
+	struct metrics *m = monitor_metrics(&o, &a);
+	struct bs_fork f = {};
+
+	fork_proc(m, 540, "python3", 1);
+	exec_proc(m, 540, "python3", 2);
+	for (__u32 i = 0; i < 2; i++) {
+		f.child_pid = f.child_tid = 541 + i;
+		hdr(&f.h, BS_REC_FORK, sizeof(f), 540, 540, 3 + i);
+		snprintf(f.comm, sizeof(f.comm), "python3");
+		metrics__record(m, &f.h);
+		if (i == 0) /* torch's worker loop names it; a plain fork (i 1) stays a worker */
+			comm_proc(m, 541, "pt_data_worker", 4);
+		agg(m, 541 + i, 541 + i, 39, 4 + i, 0, 5);
+	}
+	ASSERT_EQ(sample(m, WORKER("541", "pt_data_worker", "DataLoader worker 0")), 4.0,
+		  "the named fork is the DataLoader's worker 0");
+	ASSERT_EQ(sample(m, WORKER("542", "python3", "worker 1")), 5.0,
+		  "an unnamed fork stays worker 1");
+	for (__u32 pid = 540; pid < 543; pid++)
+		exit_proc(m, pid, 10);
+	fork_proc(m, 550, "python3", 11);
+	exec_proc(m, 550, "python3", 12);
+	f.child_pid = f.child_tid = 551;
+	hdr(&f.h, BS_REC_FORK, sizeof(f), 550, 550, 13);
+	metrics__record(m, &f.h);
+	agg(m, 551, 551, 39, 1, 0, 14);
+	ASSERT_EQ(sample(m, WORKER("551", "python3", "DataLoader worker 0")), 5.0,
+		  "the restart's worker 0 goes on from 4 as the DataLoader's, before it is named");
+	comm_proc(m, 551, "pt_data_worker", 15);
+	ASSERT_EQ(sample(m, WORKER("551", "pt_data_worker", "DataLoader worker 0")), 5.0,
+		  "named: the same series");
+	metrics__free(m);
+	record_args__free(&a);
+}
+
+/*
  * Every slot taken (--top 1), a process with events gets the slot of an owner idle for a whole
  * rebalance window at once. Both live (the rebalance asks the kernel): this test and its parent.
  */
@@ -588,6 +647,7 @@ int main(void)
 	RUN_TEST(test_grace_ends_between_rebalances);
 	RUN_TEST(test_restart_continues_slots_freed);
 	RUN_TEST(test_workers_by_fork_order);
+	RUN_TEST(test_dataloader_workers_named_by_torch);
 	RUN_TEST(test_idle_owner_gives_its_slot);
 	RUN_TEST(test_mem_bytes_other_exit);
 	RUN_TEST(test_mem_live_forget);

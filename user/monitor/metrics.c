@@ -277,6 +277,40 @@ static int series_empty(const struct metrics_series *s)
  * exit): P takes them over, and their slot when one is free. What P counted before (between
  * a fork and its exec, under its parent's job) goes: its labels change at the exec anyway.
  */
+/*
+ * torch (2.1+) names its DataLoader's worker processes so (torch.utils.data's _worker_loop,
+ * PR_SET_NAME) as each begins: a forked worker so named is its trainer's DataLoader worker.
+ */
+#define DATALOADER_COMM "pt_data_worker"
+#define DATALOADER	"DataLoader "
+
+/*
+ * A previous run's ROLE goes on in NEW's: the same, or NEW is "worker N" (a fork not named
+ * yet, "rank 1 worker N") and it was that worker of a DataLoader, as NEW will be in a moment.
+ */
+static int same_role(const char *role, const char *new)
+{
+	const char *w = strstr(role, DATALOADER "worker ");
+	size_t pre = w ? (size_t)(w - role) : 0;
+
+	return !strcmp(role, new) ||
+	       (w && !strncmp(role, new, pre) && !strcmp(w + strlen(DATALOADER), new + pre));
+}
+
+/* P, a worker of its parent ("worker N"), named as torch names a DataLoader's: it is one. */
+static void name_dataloader_worker(struct metrics_proc *p)
+{
+	char r[M_ROLE_LEN];
+	const char *w = strstr(p->id.role, "worker ");
+
+	if (!p->forked || strcmp(p->comm, DATALOADER_COMM) || !w ||
+	    strstr(p->id.role, DATALOADER "worker "))
+		return;
+	if (snprintf(r, sizeof(r), "%.*s" DATALOADER "%s", (int)(w - p->id.role), p->id.role, w) <
+	    (int)sizeof(r))
+		memcpy(p->id.role, r, sizeof(r));
+}
+
 static void continue_series(struct metrics *m, struct metrics_proc *p)
 {
 	struct metrics_proc *q, *prev = NULL;
@@ -286,10 +320,12 @@ static void continue_series(struct metrics *m, struct metrics_proc *p)
 		return;
 	while ((q = hmap__next(m->procs, &it, NULL)))
 		if (q != p && q->dead_at && !series_empty(&q->s) && !strcmp(q->id.job, p->id.job) &&
-		    !strcmp(q->id.role, p->id.role) && (!prev || q->dead_at > prev->dead_at))
+		    same_role(q->id.role, p->id.role) && (!prev || q->dead_at > prev->dead_at))
 			prev = q;
 	if (!prev)
 		return;
+	/* its role's name too: a DataLoader's worker N, before it names itself */
+	memcpy(p->id.role, prev->id.role, sizeof(p->id.role));
 	series_free(&p->s);
 	p->s = prev->s;
 	memset(&prev->s, 0, sizeof(prev->s));
@@ -505,8 +541,13 @@ void metrics__record(void *arg, const struct bs_hdr *h)
 		on_exec(m, (const void *)h);
 		break;
 	case BS_REC_COMM:
-		if (h->pid == h->tid) /* the process's name is its main thread's */
+		if (h->pid == h->tid) { /* the process's name is its main thread's */
+			struct metrics_proc *p;
+
 			set_comm(m, h->pid, ((const struct bs_comm *)h)->comm);
+			if ((p = proc_get(m, h->pid, 0)))
+				name_dataloader_worker(p);
+		}
 		break;
 	case BS_REC_EXIT:
 		on_exit_rec(m, (const void *)h);
