@@ -7,20 +7,24 @@ The job is tests/workloads/gil_work.py in mode cpu with --hold-start, whose thre
 the GIL at least once per run; its job label comes from MASTER_ADDR:MASTER_PORT, its role from
 RANK, as torchrun sets them.
 """
+import json
 import os
 import re
 import signal
 import subprocess
 import time
 
-from helpers import alone, check, eq, need_root, spawn, tell, wait_for
+from helpers import Skip, alone, check, eq, need_root, spawn, tell, wait_for
 from monitor_prom import Monitor, Prometheus
+from pymods import has
 from test_gil import WORK, need_pyenv
 
 # For tests/run_tests.py: about how long these tests take on CI's machine (its order).
-SECONDS = 25
+SECONDS = 55
 
 RUNS = 4  # the job's first run and 3 restarts
+TORCH_JOB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "workloads",
+                         "torch_input_bound.py")
 ONE_SHOTS = 50
 
 
@@ -147,3 +151,58 @@ def test_monitor_p_follows_a_restart_and_serves_the_grace():
     served = metric_of(mon.metrics(), pid3, job)
     check(served and served > 0, f"the last interval served after the exit: {served}")
     eq(mon.p.wait(30), 0, f"its own exit after the grace ({mon.stderr[-400:]})")
+
+
+@alone("a system-wide monitor (-a): other tests' processes would be traced by it")
+def test_monitor_torch_trainer_restarts_keep_its_and_its_workers_series():
+    """A real torch trainer (Debian's python3-torch, tests/workloads/torch_input_bound.py: two
+    DataLoader worker processes) started 4 times as torchrun starts rank 0: in Prometheus the
+    trainer's reads are one non-decreasing series under job_name MASTER_ADDR:MASTER_PORT and
+    role "rank 0" across its 4 pids, and each of its workers' under "rank 0 worker K" across
+    theirs (torch 1.x names its workers nothing: `worker K` by fork order)."""
+    need_root()
+    if not has("/usr/bin/python3", "torch"):
+        raise Skip("Debian's python3-torch is not installed (make deps)")
+    port = 40000 + os.getpid() % 10000
+    job = f'job_name="127.0.0.1:{port}"'
+    roles = ("rank 0", "rank 0 worker 0", "rank 0 worker 1")
+    # every process makes system calls: slots for the job's 3 and what runs beside (the
+    # runner's builds, the fuzzers), whose exited ones never push out the job's (cap_dead)
+    mon = Monitor("-a", "-t", "osrt", "--top", "60", "--exit-grace", "60s")
+    prom = Prometheus(mon.target)
+    pids = {r: [] for r in roles}
+    last = dict.fromkeys(roles, 0)
+
+    def sel(role, pid=None):
+        who = f'pid="{pid}",' if pid else ""
+        return f'bpfsight_syscalls_total{{{who}{job},role="{role}",syscall="read"}}'
+
+    for run in range(RUNS):
+        w = spawn(["/usr/bin/python3", TORCH_JOB, "--io-ms", "3", "--seconds", "60"],
+                  env=job_env(port))
+        first = json.loads(w.stdout.readline())
+        for role, pid in zip(roles, [first["pid"], *first["workers"]]):
+            pids[role].append(str(pid))
+            wait_for(lambda: prom.value(sel(role, pid)) is not None, 60,
+                     f"run {run}: {sel(role, pid)} in Prometheus")
+            check(prom.value(sel(role, pid)) >= last[role],
+                  f"run {run}: {role} goes on from {last[role]}: {prom.value(sel(role, pid))}")
+        w.stdin.close()
+        eq(w.wait(60), 0, "the trainer's exit status")
+        exited = time.time()
+        for role, pid in zip(roles, [first["pid"], *first["workers"]]):
+            wait_for(lambda: (prom.value(f"timestamp({sel(role, pid)})") or 0) >= exited + 1.5,
+                     30, f"run {run}: a scrape after {role}'s exit")
+            now = prom.value(sel(role, pid))
+            check(now > last[role], f"run {run}: {role}'s reads add to its series "
+                                    f"({last[role]} -> {now})")
+            last[role] = now
+    for role in roles:
+        samples = series_of(prom, sel(role))
+        eq(sorted({p for _, _, p in samples}), sorted(pids[role]),
+           f"{role}: one series per run, under the job's job_name and role")
+        values = [v for _, v, _ in samples]
+        check(values == sorted(values), f"{role}: non-decreasing across the restarts: "
+                                        f"{samples[:40]}")
+    prom.stop()
+    eq(mon.stop(), 0, f"exit status after SIGTERM ({mon.stderr[-400:]})")

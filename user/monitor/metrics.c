@@ -383,6 +383,8 @@ static void on_fork(struct metrics *m, const struct bs_fork *r)
 		return; /* a thread */
 	proc_drop(m, r->child_pid);
 	set_comm(m, r->child_pid, r->comm);
+	if ((p = proc_get(m, r->child_pid, 0)))
+		p->born = r->h.ts;
 	pp = m->o.ident ? proc_get(m, r->h.pid, 0) : NULL;
 	if (!pp || !pp->id.job[0] || !(p = proc_get(m, r->child_pid, 1)))
 		return;
@@ -431,7 +433,19 @@ static void drop_graced(struct metrics *m)
 	} while (ndead == 256);
 }
 
-/* At most top_n exited processes keep series for the grace: the one that exited first goes. */
+/* How long P lived: a one-shot process's milliseconds, a job's seconds (~0: not known). */
+static __u64 lifetime(const struct metrics_proc *p)
+{
+	return p->born && p->dead_at > p->born ? p->dead_at - p->born : ~0ull;
+}
+
+/*
+ * At most top_n exited processes keep series for the grace. The one that lived shortest goes
+ * first (of those, the first to exit): a machine's one-shot
+ * processes (a build's compilers, `sleep`, `cat`) never push out a job's exited trainer, whose
+ * restart goes on in its series (a build beside a restarted torch trainer ended them, its
+ * workers' too, before the restart).
+ */
 static void cap_dead(struct metrics *m)
 {
 	struct metrics_proc *p, *first;
@@ -441,7 +455,9 @@ static void cap_dead(struct metrics *m)
 		first = NULL;
 		it = 0;
 		while ((p = hmap__next(m->procs, &it, NULL)))
-			if (p->owned && p->dead_at && (!first || p->dead_at < first->dead_at))
+			if (p->owned && p->dead_at &&
+			    (!first || lifetime(p) < lifetime(first) ||
+			     (lifetime(p) == lifetime(first) && p->dead_at < first->dead_at)))
 				first = p;
 		if (!first)
 			break;

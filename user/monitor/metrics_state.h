@@ -21,6 +21,7 @@ struct metrics_proc {
 	char comm[BS_COMM_LEN];
 	struct metrics_ident id; /* job and role labels; empty when not known */
 	__u64 dead_at;		 /* exit time (CLOCK_MONOTONIC ns), 0 while alive */
+	__u64 born;		 /* its fork's time, 0: running when the monitor started */
 	__u64 activity;		 /* events since the last rebalance */
 	__u32 idle;		 /* whole rebalance windows since its last event */
 	__u64 asked;		 /* the window it last asked for an idle owner's slot */
