@@ -4,7 +4,8 @@
  * `inherit_cost PID K CLOSERS < OFFSETS` makes K tracefs uprobe events on libc (offsets in hex,
  * one a line), for each an anchor event with count.bpf.o linked (a cookie per site) and an
  * inherited filter event on each of PID's threads; then closes each site's descriptors from
- * CLOSERS threads and removes the events, timing each step.
+ * CLOSERS threads and removes the events, timing each step. With $DIR set, it creates
+ * $DIR/attached once all are open and waits for $DIR/stop before closing.
  */
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -128,6 +129,13 @@ int main(int argc, char **argv)
 		per_site = n;
 	}
 	t2 = now();
+	if (getenv("DIR")) {
+		snprintf(line, sizeof(line), "%s/attached", getenv("DIR"));
+		close(open(line, O_CREAT | O_WRONLY | O_CLOEXEC, 0600));
+		snprintf(line, sizeof(line), "%s/stop", getenv("DIR"));
+		while (access(line, F_OK))
+			usleep(10000);
+	}
 	for (int i = 0; i < nclosers; i++)
 		pthread_create(&th[i], NULL, closer, NULL);
 	for (int i = 0; i < nclosers; i++)

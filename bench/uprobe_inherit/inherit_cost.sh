@@ -30,3 +30,26 @@ time.sleep(600)" &
 	kill $job
 	wait $job 2>/dev/null || true
 done
+# What the inherited events cost the job: a thread and a fork copy every event of their parent
+# thread. job.c's T (1,000 threads in turn) and F (200 forks in turn) untraced, then with 1, 20
+# and 100 events (a site each) on the job.
+cc -O1 -pthread "$src/job.c" -o job
+for events in 0 1 20 100; do
+	rm -f go stop attached
+	DIR=$dir ./job TF >job.out 2>job.err &
+	job=$!
+	until [ -s job.out ]; do sleep 0.05; done
+	cost=
+	if [ $events -gt 0 ]; then
+		DIR=$dir ./inherit_cost $job $events 8 <offsets >cost.out &
+		cost=$!
+		until [ -e attached ]; do sleep 0.05; done
+	fi
+	touch go
+	until grep -q done job.out; do sleep 0.05; done
+	echo "$events events: $(tr '\n' ' ' <job.err)"
+	touch stop
+	[ -z "$cost" ] || wait $cost
+	kill $job
+	wait $job 2>/dev/null || true
+done

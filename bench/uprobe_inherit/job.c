@@ -54,6 +54,20 @@ static void *early(void *arg)
 	return arg;
 }
 
+static double ns_since(const struct timespec *t0)
+{
+	struct timespec t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	return (t1.tv_sec - t0->tv_sec) * 1e9 + (t1.tv_nsec - t0->tv_nsec);
+}
+
+static void *one_call(void *arg)
+{
+	getppid();
+	return arg;
+}
+
 static void act(char a, const char *self)
 {
 	pthread_t t;
@@ -100,6 +114,25 @@ static void act(char a, const char *self)
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		fprintf(stderr, "%.0f ns a call\n",
 			((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec)) / 200000);
+		break;
+	}
+	case 'T': {
+		struct timespec t0;
+
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		for (int i = 0; i < 1000; i++)
+			if (!pthread_create(&t, NULL, one_call, NULL))
+				pthread_join(t, NULL);
+		fprintf(stderr, "%.0f us a thread\n", ns_since(&t0) / 1000 / 1000);
+		break;
+	}
+	case 'F': {
+		struct timespec t0;
+
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		for (int i = 0; i < 200; i++)
+			child(1);
+		fprintf(stderr, "%.0f us a fork\n", ns_since(&t0) / 1000 / 200);
 		break;
 	}
 	case 'u':
