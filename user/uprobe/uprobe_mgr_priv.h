@@ -33,8 +33,11 @@
  * What else was checked here: a perf-event uprobe with a pid filters the same way, and a
  * forked child's inherited int3 is taken out at its first hit (the program does not run for
  * it either); tracefs uprobes opened as tracepoint perf events with `inherit` follow children
- * from their first instruction in the kernel, but with an event per probe per new thread (a
- * job of 1,000 threads and a few hundred sites: hundreds of thousands of events).
+ * from their first instruction in the kernel, but every new thread and child copies each
+ * event (one per site: milliseconds a thread), the program must sit on an event without
+ * inherit (an inherited copy's exit takes it out for all), and "uprobe" PMU events must not
+ * be inherited at all (the kernel reads their path pointer in the forking task: the job's
+ * fork fails). bench/RESULTS.md, "A -p target's children from their first instruction".
  */
 #ifndef BPFSIGHT_UPROBE_MGR_PRIV_H
 #define BPFSIGHT_UPROBE_MGR_PRIV_H
