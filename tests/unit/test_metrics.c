@@ -345,6 +345,37 @@ static void test_workers_by_fork_order(void)
 }
 
 /*
+ * More exited processes with series than --top: the one that lived shortest goes first, so
+ * one-shot processes exiting after a job's trainer never push its series out before a restart.
+ */
+static void test_exited_one_shots_go_before_a_job(void)
+{
+	struct metrics_opts o = {
+		.top_n = 2, .grace_ns = 100 * SEC, .rebalance_ns = 1000 * SEC, .ident = fake_ident
+	};
+	struct record_args a;
+	struct metrics *m = monitor_metrics(&o, &a);
+
+	fork_proc(m, 560, "python3", 1);
+	exec_proc(m, 560, "python3", 2);
+	agg(m, 560, 560, 39, 3, 0, 3);
+	exit_proc(m, 560, 20);			  /* lived 19 s */
+	for (__u32 pid = 661; pid < 665; pid++) { /* one-shots of another job, after it */
+		fork_proc(m, pid, "sleep", 21 + pid - 661);
+		exec_proc(m, pid, "sleep", 21 + pid - 661);
+		agg(m, pid, pid, 39, 1, 0, 21 + pid - 661);
+		exit_proc(m, pid, 21 + pid - 661);
+	}
+	ASSERT_EQ(sample(m, TRAIN("560", "main", "getpid")), 3.0,
+		  "the trainer's series stay through 4 one-shot exits (--top 2)");
+	ASSERT_EQ(sample(m, "bpfsight_syscalls_total{pid=\"661\",comm=\"sleep\",job_name=\"sleep\","
+			    "role=\"main\",syscall=\"getpid\"}"),
+		  -1.0, "the first one-shot's went");
+	metrics__free(m);
+	record_args__free(&a);
+}
+
+/*
  * torch 2.1+ names a DataLoader's worker processes pt_data_worker as each begins: a forked
  * worker so named is "DataLoader worker N" of its trainer; a restart's worker N goes on in its
  * series under that role from its fork, before it names itself.
@@ -648,6 +679,7 @@ int main(void)
 	RUN_TEST(test_restart_continues_slots_freed);
 	RUN_TEST(test_workers_by_fork_order);
 	RUN_TEST(test_dataloader_workers_named_by_torch);
+	RUN_TEST(test_exited_one_shots_go_before_a_job);
 	RUN_TEST(test_idle_owner_gives_its_slot);
 	RUN_TEST(test_mem_bytes_other_exit);
 	RUN_TEST(test_mem_live_forget);

@@ -436,7 +436,7 @@ static void drop_graced(struct metrics *m)
 /* How long P lived: a one-shot process's milliseconds, a job's seconds (~0: not known). */
 static __u64 lifetime(const struct metrics_proc *p)
 {
-	return p->born && p->dead_at > p->born ? p->dead_at - p->born : ~0ull;
+	return p->born && p->dead_at >= p->born ? p->dead_at - p->born : ~0ull;
 }
 
 /*
