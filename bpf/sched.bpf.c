@@ -213,6 +213,8 @@ static __always_inline void offcpu_write(const struct held_interval *iv, __u32 p
  * the callers: loads of the tp_btf program's trusted task cost ~1 ns, probe reads ~100.
  */
 #define CLOCK_SKEW_MIN_NS 1000000ull
+/* SCHED_NORMAL, SCHED_BATCH, SCHED_IDLE: the fair class, whose entity names its runqueue */
+#define FAIR_POLICY(p) ((p) == 0 || (p) == 3 || (p) == 5)
 
 static __always_inline void clock_skew(const struct held_interval *iv, __u64 queued, __u64 clock,
 				       __u32 pid, __u32 tid)
@@ -398,7 +400,9 @@ static __always_inline void on_switch_btf(bool preempt, struct task_struct *prev
 	 * tracing; its slot is made when it is switched out. */
 	ts = task_state(next, false);
 	if (ts && switch_in(ts, now, &iv)) {
-		if (iv.runnable_ns && bpf_core_field_exists(next->sched_info.last_queued)) {
+		/* the fair class's threads: another's entity is not on this CPU's runqueue */
+		if (iv.runnable_ns && bpf_core_field_exists(next->sched_info.last_queued) &&
+		    FAIR_POLICY(next->policy)) {
 			struct cfs_rq *q = next->se.cfs_rq;
 			struct rq *rq = q ? q->rq : NULL;
 
@@ -676,6 +680,7 @@ static __always_inline void on_switch_raw(bool preempt, struct task_struct *prev
 		__u64 clock, clock_task;
 
 		if (iv.runnable_ns && bpf_core_field_exists(next->sched_info.last_queued) &&
+		    FAIR_POLICY(BPF_CORE_READ(next, policy)) &&
 		    !task_rq_clocks(next, &clock, &clock_task))
 			clock_skew(&iv, BPF_CORE_READ(next, sched_info.last_queued), clock,
 				   BPF_CORE_READ(next, tgid), BPF_CORE_READ(next, pid));
