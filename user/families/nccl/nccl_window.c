@@ -2,9 +2,10 @@
 /*
  * nccl's record side with --flight-recorder: what a dump's window needs of the communicators
  * made before it (nccl_window.h). The reading side's walk (nccl_decode.c) runs on the calls as
- * they are recorded; per communicator, the entry time of each collective of the last window
- * (and a little more) is kept, so that at a dump the count of those that entered before the
- * window's start is known exactly: the number the window's first one has on every rank.
+ * they are recorded; per communicator, the end of each collective of the last window (and a
+ * little more) is kept, so that at a dump the count of those that ended before the window's
+ * start is known exactly: those the dump lacks (a dump keeps an interval that ends in its
+ * window, also one begun before it), the number the window's first one has on every rank.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -15,7 +16,7 @@
 
 #define MARGIN_NS (5 * 1000000000ull) /* kept beyond the window: a dump cut a moment later */
 
-/* A communicator's collectives of the window, by entry time (one thread's calls: in order). */
+/* A communicator's collectives of the window, by their ends (one thread's calls: in order). */
 struct comm_calls {
 	__u64 *ts;
 	size_t head, n, cap;
@@ -65,7 +66,7 @@ void nccl_window__free(struct nccl_window *nw)
 	free(nw);
 }
 
-/* A collective of C entered at TS; those older than the window (and its margin) go. */
+/* A collective of C ended at TS; those older than the window (and its margin) go. */
 static void push(struct nccl_window *nw, struct comm_calls *c, __u64 ts)
 {
 	while (c->n && c->ts[c->head] + nw->keep_ns < ts) {
@@ -85,6 +86,7 @@ void nccl_window__observe(struct nccl_window *nw, const struct bs_hdr *rec)
 {
 	const struct nccl_ctx *ctx;
 	struct comm_calls *c;
+	__u64 dur;
 
 	if (rec->type == BS_REC_EXIT) {
 		if (rec->size >= sizeof(struct bs_exit) &&
@@ -112,8 +114,10 @@ void nccl_window__observe(struct nccl_window *nw, const struct bs_hdr *rec)
 	if (ctx->coll_seq < 0 || ctx->open || !ctx->have_comm)
 		return;
 	c = hmap__get(nw->comms, (struct hkey){ rec->pid, ctx->comm.comm }, 1);
-	if (c)
-		push(nw, c, rec->ts);
+	if (c && rec->size >= sizeof(*rec) + sizeof(dur)) {
+		memcpy(&dur, (const __u8 *)rec + sizeof(*rec), sizeof(dur)); /* a span's */
+		push(nw, c, rec->ts + dur);
+	}
 }
 
 struct known {
