@@ -132,6 +132,11 @@ def records_of(path, tid, n=12):
     return "\n".join(mine[:n])
 
 
+def named(tid, notes):
+    """Whether a note of NOTES names thread TID ("(tid 5)", "(tids 5, 6 and 2 more)")."""
+    return re.search(rf"\(tids? [\d, ]*\b{tid}\b", notes) is not None
+
+
 def ledger_notes(path):
     """The ledger report's notes (below its table), on one line."""
     return " ".join(run([BPFSIGHT, "stats", path, "-r", "ledger", "--wide"]).stdout.split())
@@ -157,7 +162,7 @@ def check_sums(rows, duration, said, path):
               f"{duration} ns\n{said}")
         for what, key in (("on a CPU", "oncpu_ns"), ("ready to run", "runnable_ns")):
             if c["clock_" + key] is None:  # a clock that counts a sleep: said, no check
-                check(key == "runnable_ns" and f"(tid {c['tid']}" in notes and
+                check(key == "runnable_ns" and named(c["tid"], notes) and
                       "counts that sleep as a wait for a CPU" in notes, f"{c}\n{notes}")
                 continue
             got, clock = c[key] / c["time_ns"], c["clock_" + key] / c["time_ns"]
@@ -525,4 +530,4 @@ def test_a_clock_that_counts_a_sleep_is_corrected():
           abs(c["runnable_ns"] - c["clock_runnable_ns"]) <= CLOCKS * c["time_ns"],
           f"the corrected clock agrees with the ledger\n{said}")
     check(("that the kernel's schedstat counted as ready to run" in notes) == bool(stale) and
-          (not stale or f"(tid {first['tid']})" in notes), f"said where it was\n{said}")
+          (not stale or named(first["tid"], notes)), f"said where it was\n{said}")

@@ -106,6 +106,20 @@ static void row(struct table *t, const struct trace_model *m, const char *unit, 
 
 #define CLOCK_AGREE 0.05 /* of its time: the ledger and a thread's own clocks agree within */
 
+#define NAMED 4 /* threads a note names; "and N more" */
+
+/* "tid 5" or "tids 5, 6, 7, 8 and 2 more": the first NAMED of N threads. */
+static const char *tids_text(char *buf, size_t len, const __u32 *tid, __u32 n)
+{
+	size_t used = snprintf(buf, len, "tid%s", n == 1 ? "" : "s");
+
+	for (__u32 i = 0; i < n && i < NAMED && used < len; i++)
+		used += snprintf(buf + used, len - used, "%s %u", i ? "," : "", tid[i]);
+	if (n > NAMED && used < len)
+		snprintf(buf + used, len - used, " and %u more", n - NAMED);
+	return buf;
+}
+
 /*
  * A row per thread read at both edges (-p): its time on a CPU and ready to run between them,
  * by the ledger's timeline and by its own clocks (the kernel's schedstat); a note where they
@@ -115,7 +129,8 @@ static void check_rows(struct ledger *l, const struct trace_model *m, struct tab
 {
 	struct ledger_check c;
 	double worst = 0;
-	__u32 wtid = 0, stale = 0, nstale = 0, skewed = 0, nskewed = 0;
+	__u32 wtid = 0, stale[NAMED], nstale = 0, skewed[NAMED], nskewed = 0;
+	char tids[96];
 	__u64 skew = 0;
 	size_t it = 0;
 
@@ -137,12 +152,14 @@ static void check_rows(struct ledger *l, const struct trace_model *m, struct tab
 		table__set_u64(t, C_RUNNABLE, c.runnable_ns);
 		table__set_u64(t, C_CLOCK_ONCPU, c.clock_oncpu_ns);
 		if (c.clock_skew_ns) { /* taken out, said below */
-			skewed = c.tid;
+			if (nskewed < NAMED)
+				skewed[nskewed] = c.tid;
 			nskewed++;
 			skew += c.clock_skew_ns;
 		}
 		if (c.clock_stale) { /* no check: left empty, said below */
-			stale = c.tid;
+			if (nstale < NAMED)
+				stale[nstale] = c.tid;
 			nstale++;
 			d2 = 0;
 		} else {
@@ -165,21 +182,21 @@ static void check_rows(struct ledger *l, const struct trace_model *m, struct tab
 		table__add_note(
 			t,
 			"Ready By Its Clock leaves out %.1f ms that the kernel's schedstat "
-			"counted as ready to run for %u thread%s (tid %u%s) while %s slept: "
+			"counted as ready to run for %u thread%s (%s) while %s slept: "
 			"moved to another CPU with %s dequeue delayed (6.12+), a thread keeps "
 			"a stale queue stamp (clock_skew records)",
-			skew / 1e6, nskewed, nskewed == 1 ? "" : "s", skewed,
-			nskewed == 1 ? "" : " and others", nskewed == 1 ? "it" : "they",
-			nskewed == 1 ? "its" : "their");
+			skew / 1e6, nskewed, nskewed == 1 ? "" : "s",
+			tids_text(tids, sizeof(tids), skewed, nskewed),
+			nskewed == 1 ? "it" : "they", nskewed == 1 ? "its" : "their");
 	if (nstale)
 		table__add_note(
 			t,
-			"Ready By Its Clock is left empty for %u thread%s (tid %u%s): asleep at the "
+			"Ready By Its Clock is left empty for %u thread%s (%s): asleep at the "
 			"start after the kernel moved %s to another CPU with %s dequeue "
 			"delayed (6.12+), %s schedstat counts that sleep as a wait for a CPU",
-			nstale, nstale == 1 ? "" : "s", stale, nstale == 1 ? "" : " and others",
-			nstale == 1 ? "it" : "them", nstale == 1 ? "its" : "their",
-			nstale == 1 ? "its" : "their");
+			nstale, nstale == 1 ? "" : "s",
+			tids_text(tids, sizeof(tids), stale, nstale), nstale == 1 ? "it" : "them",
+			nstale == 1 ? "its" : "their", nstale == 1 ? "its" : "their");
 }
 
 static int ledger_report_emit(void *st, const struct trace_model *m, struct table *t)
