@@ -185,7 +185,7 @@ def check_calls(which, wrap=lambda argv: argv, mechanism=""):
     eq(len(workers), 3, f"{which}: three threads")
     check(pid not in workers, f"{which}: not the main thread")
     steps = collections.Counter(e["tid"] for e in by["__main__:Worker.step"])
-    eq(steps, {pid: 10, **{t: 5 for t in workers}}, f"{which}: Worker.step on each thread")
+    eq(steps, {pid: 10, **{t: 15 for t in workers}}, f"{which}: Worker.step on each thread")
     line = by["pyfunc_mod:helper"][0]["args"]
     check(line["file"].endswith("pyfunc_mod.py") and line["line"] == 4,
           f"{which}: the helper's file and first line: {line}")

@@ -223,10 +223,13 @@ def calls():
         # job's SCHED_FIFO, for the GIL): 3.12+ calls the shim's sys.monitoring tool first at
         # a return too, then the profile function, Python code that may give the GIL away
         # before its clock read; 3 threads each waiting up to 5 ms there put thread_work's
-        # truth 8% over the shim's span on 3.15 (a full run under load).
+        # truth 8% over the shim's span on 3.15 (a full run under load). And the shim's return
+        # hook, which runs before this one's, writes each new thread's first record (its
+        # strings, its batch): ~200 us a thread under load, in the truth's span alone, so each
+        # thread works 15 steps (~11 ms), not 5 (5.3% over on 3.12, no thread preempted).
         interval = sys.getswitchinterval()
         sys.setswitchinterval(100.0)
-        threads = [threading.Thread(target=thread_work, args=(5,)) for _ in range(3)]
+        threads = [threading.Thread(target=thread_work, args=(15,)) for _ in range(3)]
         for th in threads:
             th.start()
         for th in threads:
