@@ -215,6 +215,10 @@ static __always_inline void offcpu_write(const struct held_interval *iv, __u32 p
 #define CLOCK_SKEW_MIN_NS 1000000ull
 /* SCHED_NORMAL, SCHED_BATCH, SCHED_IDLE: the fair class, whose entity names its runqueue */
 #define FAIR_POLICY(p) ((p) == 0 || (p) == 3 || (p) == 5)
+/* The fields the check reads: a kernel without group scheduling has no se.cfs_rq (no check). */
+#define CLOCK_SKEW_FIELDS(t)                                                                       \
+	(bpf_core_field_exists((t)->sched_info.last_queued) &&                                     \
+	 bpf_core_field_exists((t)->se.cfs_rq) && bpf_core_field_exists(struct cfs_rq, rq))
 
 static __always_inline void clock_skew(const struct held_interval *iv, __u64 queued, __u64 clock,
 				       __u32 pid, __u32 tid)
@@ -401,8 +405,7 @@ static __always_inline void on_switch_btf(bool preempt, struct task_struct *prev
 	ts = task_state(next, false);
 	if (ts && switch_in(ts, now, &iv)) {
 		/* the fair class's threads: another's entity is not on this CPU's runqueue */
-		if (iv.runnable_ns && bpf_core_field_exists(next->sched_info.last_queued) &&
-		    FAIR_POLICY(next->policy)) {
+		if (iv.runnable_ns && CLOCK_SKEW_FIELDS(next) && FAIR_POLICY(next->policy)) {
 			struct cfs_rq *q = next->se.cfs_rq;
 			struct rq *rq = q ? q->rq : NULL;
 
@@ -679,7 +682,7 @@ static __always_inline void on_switch_raw(bool preempt, struct task_struct *prev
 	if (ts && switch_in(ts, now, &iv)) {
 		__u64 clock, clock_task;
 
-		if (iv.runnable_ns && bpf_core_field_exists(next->sched_info.last_queued) &&
+		if (iv.runnable_ns && CLOCK_SKEW_FIELDS(next) &&
 		    FAIR_POLICY(BPF_CORE_READ(next, policy)) &&
 		    !task_rq_clocks(next, &clock, &clock_task))
 			clock_skew(&iv, BPF_CORE_READ(next, sched_info.last_queued), clock,
